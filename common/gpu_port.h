@@ -1,0 +1,271 @@
+/* The one portability header between CUDA and HIP.
+ *
+ * Every other source file of coll/gpu is written once against the `gpu*`
+ * names below; this is the only file that tests platform macros. Build with
+ * COLL_GPU_HIP defined (CMake does it for -DCOLL_GPU_PLATFORM=HIP) to target
+ * AMD GPUs through HIP, otherwise CUDA is used. */
+#ifndef GPUCOLL_GPU_PORT_H
+#define GPUCOLL_GPU_PORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(COLL_GPU_HIP)
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#define GPU_PLATFORM_NAME "HIP"
+typedef hipError_t gpuError_t;
+typedef hipStream_t gpuStream_t;
+typedef hipEvent_t gpuEvent_t;
+typedef hipIpcMemHandle_t gpuIpcMemHandle_t;
+typedef hipDeviceProp_t gpuDeviceProp_t;
+#define gpuSuccess hipSuccess
+#define gpuErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
+#define gpuGetErrorString hipGetErrorString
+#define gpuGetLastError hipGetLastError
+#define gpuGetDevice hipGetDevice
+#define gpuSetDevice hipSetDevice
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define gpuDeviceGetPCIBusId hipDeviceGetPCIBusId
+#define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuHostAlloc hipHostMalloc
+#define gpuHostAllocPortable hipHostMallocPortable
+#define gpuFreeHost hipHostFree
+#define gpuMemset hipMemset
+#define gpuMemsetAsync hipMemsetAsync
+#define gpuMemcpy hipMemcpy
+#define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemcpyDefault hipMemcpyDefault
+#define gpuMemcpyHostToDevice hipMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamDefault hipStreamDefault
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuStreamQuery hipStreamQuery
+#define gpuErrorNotReady hipErrorNotReady
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventDisableTiming hipEventDisableTiming
+#define gpuEventRecord hipEventRecord
+#define gpuEventSynchronize hipEventSynchronize
+#define gpuEventDestroy hipEventDestroy
+#define gpuIpcGetMemHandle hipIpcGetMemHandle
+#define gpuIpcOpenMemHandle hipIpcOpenMemHandle
+#define gpuIpcCloseMemHandle hipIpcCloseMemHandle
+#define gpuIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
+#define gpuLaunchKernel hipLaunchKernel
+#define GPU_WARP_SIZE 64
+#else
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#define GPU_PLATFORM_NAME "CUDA"
+typedef cudaError_t gpuError_t;
+typedef cudaStream_t gpuStream_t;
+typedef cudaEvent_t gpuEvent_t;
+typedef cudaIpcMemHandle_t gpuIpcMemHandle_t;
+typedef cudaDeviceProp gpuDeviceProp_t;
+#define gpuSuccess cudaSuccess
+#define gpuErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
+#define gpuGetErrorString cudaGetErrorString
+#define gpuGetLastError cudaGetLastError
+#define gpuGetDevice cudaGetDevice
+#define gpuSetDevice cudaSetDevice
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
+#define gpuDeviceGetPCIBusId cudaDeviceGetPCIBusId
+#define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuHostAlloc cudaHostAlloc
+#define gpuHostAllocPortable cudaHostAllocPortable
+#define gpuFreeHost cudaFreeHost
+#define gpuMemset cudaMemset
+#define gpuMemsetAsync cudaMemsetAsync
+#define gpuMemcpy cudaMemcpy
+#define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemcpyDefault cudaMemcpyDefault
+#define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamDefault cudaStreamDefault
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuStreamQuery cudaStreamQuery
+#define gpuErrorNotReady cudaErrorNotReady
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventDisableTiming cudaEventDisableTiming
+#define gpuEventRecord cudaEventRecord
+#define gpuEventSynchronize cudaEventSynchronize
+#define gpuEventDestroy cudaEventDestroy
+#define gpuIpcGetMemHandle cudaIpcGetMemHandle
+#define gpuIpcOpenMemHandle cudaIpcOpenMemHandle
+#define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
+#define gpuIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
+#define gpuLaunchKernel cudaLaunchKernel
+#define GPU_WARP_SIZE 32
+#endif
+
+/* ---- device-side helpers (only in GPU compilation units) ---------------- */
+#if defined(__CUDACC__) || defined(__HIPCC__)
+/* 16-bit floats travel as raw bits; these convert to and from fp32. */
+__device__ __forceinline__ float gpu_half_bits_to_float(uint16_t bits)
+{
+    __half h;
+    *reinterpret_cast<uint16_t *>(&h) = bits;
+    return __half2float(h);
+}
+__device__ __forceinline__ uint16_t gpu_float_to_half_bits(float f)
+{
+    __half h = __float2half_rn(f);
+    return *reinterpret_cast<uint16_t *>(&h);
+}
+/* Nanoseconds from a clock that all SMs of a GPU share: bounds device spins. */
+__device__ __forceinline__ uint64_t gpu_global_timer_ns()
+{
+#if defined(COLL_GPU_HIP)
+    return wall_clock64() * 10; /* 100 MHz constant clock on CDNA */
+#else
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+#endif
+}
+/* Release store / acquire load of a flag in (possibly peer) memory, at system scope. */
+__device__ __forceinline__ void gpu_store_release_sys(uint64_t *p, uint64_t v)
+{
+#if defined(COLL_GPU_HIP)
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#else
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#endif
+}
+__device__ __forceinline__ uint64_t gpu_load_acquire_sys(const uint64_t *p)
+{
+#if defined(COLL_GPU_HIP)
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#else
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+#endif
+}
+#endif
+
+/* ---- host-side pointer query that never initialises the GPU runtime ----- */
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef enum gpu_port_mem_kind {
+    GPU_PORT_MEM_HOST = 0,
+    GPU_PORT_MEM_DEVICE = 1,
+    GPU_PORT_MEM_MANAGED = 2
+} gpu_port_mem_kind_t;
+
+typedef struct gpu_port_ptr_info {
+    gpu_port_mem_kind_t kind;
+    int device;              /* ordinal of the GPU the memory lives on, -1 for host */
+    int ipc_capable;         /* 1 if legacy IPC handles can be taken of it */
+    unsigned long long buffer_id; /* unique per allocation for the life of the process */
+    void *base;              /* start of the allocation */
+    size_t size;             /* size of the allocation */
+} gpu_port_ptr_info_t;
+
+/* Classifies `ptr`. Loads the driver lazily (dlopen) and never initialises
+ * it: if the process has not initialised the GPU driver, no pointer can be
+ * device memory and the answer is "host" at once. Returns 0 on success. */
+int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info);
+/* 1 if a GPU driver library could be loaded in this process. */
+int gpu_port_driver_present(void);
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- implementation: compiled once, in common/gpu_port.c ---------------- */
+#if defined(GPU_PORT_IMPLEMENTATION)
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#if defined(COLL_GPU_HIP)
+int gpu_port_driver_present(void) { return 1; }
+int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info)
+{
+    hipPointerAttribute_t a;
+    memset(info, 0, sizeof *info);
+    info->device = -1;
+    if (ptr == NULL || hipPointerGetAttributes(&a, ptr) != hipSuccess) {
+        (void)hipGetLastError();
+        return 0;
+    }
+    if (a.isManaged) info->kind = GPU_PORT_MEM_MANAGED;
+    else if (a.memoryType == hipMemoryTypeDevice) info->kind = GPU_PORT_MEM_DEVICE;
+    else return 0;
+    info->device = a.device;
+    info->ipc_capable = info->kind == GPU_PORT_MEM_DEVICE;
+    info->base = (void *)ptr;
+    info->buffer_id = (unsigned long long)(uintptr_t)ptr;
+    return 0;
+}
+#else
+typedef CUresult (*gpu_port_get_attrs_fn)(unsigned, CUpointer_attribute *, void **, CUdeviceptr);
+static gpu_port_get_attrs_fn gpu_port_get_attrs;
+static pthread_once_t gpu_port_once = PTHREAD_ONCE_INIT;
+
+static void gpu_port_load_driver(void)
+{
+    /* Loading libcuda does not initialise it; only the application does that. */
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib) gpu_port_get_attrs = (gpu_port_get_attrs_fn)dlsym(lib, "cuPointerGetAttributes");
+}
+
+int gpu_port_driver_present(void)
+{
+    pthread_once(&gpu_port_once, gpu_port_load_driver);
+    return gpu_port_get_attrs != NULL;
+}
+
+int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info)
+{
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                   CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
+    unsigned int mem_type = 0, is_managed = 0;
+    int ordinal = -1;
+    unsigned long long buffer_id = 0;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    unsigned char ipc = 0;
+    void *data[] = {&mem_type, &is_managed, &ordinal, &buffer_id, &base, &size, &ipc};
+
+    memset(info, 0, sizeof *info);
+    info->device = -1;
+    if (ptr == NULL || !gpu_port_driver_present()) return 0;
+    /* CUDA_ERROR_NOT_INITIALIZED: nobody in this process uses CUDA yet. */
+    if (gpu_port_get_attrs(7, attrs, data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS) return 0;
+    if (is_managed) info->kind = GPU_PORT_MEM_MANAGED;
+    else if (mem_type == CU_MEMORYTYPE_DEVICE) info->kind = GPU_PORT_MEM_DEVICE;
+    else return 0;
+    info->device = ordinal;
+    info->buffer_id = buffer_id;
+    info->base = (void *)(uintptr_t)base;
+    info->size = size;
+    info->ipc_capable = ipc != 0 && !is_managed;
+    return 0;
+}
+#endif
+#endif /* GPU_PORT_IMPLEMENTATION */
+
+#endif

@@ -1,0 +1,12 @@
+#include "gpucoll_config.h"
+
+void gpucoll_config_fill_defaults(gpucoll_config_t *c)
+{
+    if (!c->oneshot_max_bytes) c->oneshot_max_bytes = GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES;
+    if (!c->scratch_bytes) c->scratch_bytes = GPUCOLL_DEFAULT_SCRATCH_BYTES;
+    if (!c->staging_cache_bytes) c->staging_cache_bytes = GPUCOLL_DEFAULT_STAGING_CACHE_BYTES;
+    if (c->max_peers <= 0) c->max_peers = GPUCOLL_DEFAULT_MAX_PEERS;
+    if (c->max_blocks <= 0) c->max_blocks = GPUCOLL_DEFAULT_MAX_BLOCKS;
+    if (c->threads_per_block <= 0) c->threads_per_block = GPUCOLL_DEFAULT_THREADS;
+    if (c->timeout_ms <= 0) c->timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
+}

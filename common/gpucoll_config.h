@@ -1,0 +1,56 @@
+/* The plain configuration struct the core reads.
+ *
+ * The glue fills it from MCA parameters (coll_gpu_*); tests fill it by hand.
+ * The core never reads the environment. */
+#ifndef GPUCOLL_CONFIG_H
+#define GPUCOLL_CONFIG_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How device-buffer collectives are carried out. */
+typedef enum gpucoll_path {
+    GPUCOLL_PATH_AUTO = 0,   /* peer-to-peer kernels where possible, else staged */
+    GPUCOLL_PATH_STAGED = 1, /* always copy through host memory */
+    GPUCOLL_PATH_IPC = 2     /* like auto; the name documents intent */
+} gpucoll_path_t;
+
+/* Allreduce algorithms over peer memory (GPUCOLL_ALGO_AUTO lets the table choose). */
+typedef enum gpucoll_allreduce_algo {
+    GPUCOLL_ALLREDUCE_AUTO = 0,
+    GPUCOLL_ALLREDUCE_ONESHOT = 1,
+    GPUCOLL_ALLREDUCE_TWOSHOT = 2
+} gpucoll_allreduce_algo_t;
+
+typedef struct gpucoll_config {
+    int verbose;                     /* 0 silent .. 100 everything */
+    gpucoll_path_t path;
+    gpucoll_allreduce_algo_t allreduce_algorithm;
+    size_t oneshot_max_bytes;        /* auto: one-shot allreduce up to this size */
+    size_t scratch_bytes;            /* per-rank peer-visible scratch (split in two halves) */
+    size_t staging_cache_bytes;      /* pinned host memory kept for the staged path */
+    int max_peers;                   /* largest node-local group the IPC path serves */
+    int max_blocks;                  /* grid size cap of the peer kernels */
+    int threads_per_block;
+    int timeout_ms;                  /* bound of every wait on another rank */
+} gpucoll_config_t;
+
+/* Defaults used when a field is zero. */
+#define GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES (256u * 1024u)
+#define GPUCOLL_DEFAULT_SCRATCH_BYTES (64u * 1024u * 1024u)
+#define GPUCOLL_DEFAULT_STAGING_CACHE_BYTES (256u * 1024u * 1024u)
+#define GPUCOLL_DEFAULT_MAX_PEERS 8
+#define GPUCOLL_DEFAULT_MAX_BLOCKS 32
+#define GPUCOLL_DEFAULT_THREADS 512
+#define GPUCOLL_DEFAULT_TIMEOUT_MS 60000
+
+/* Fills every zero field of `cfg` with its default. */
+void gpucoll_config_fill_defaults(gpucoll_config_t *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
