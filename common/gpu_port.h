@@ -36,6 +36,9 @@ typedef hipDeviceProp_t gpuDeviceProp_t;
 #define gpuFree hipFree
 #define gpuHostAlloc hipHostMalloc
 #define gpuHostAllocPortable hipHostMallocPortable
+#define gpuHostAllocMapped hipHostMallocMapped
+#define gpuDeviceSynchronize hipDeviceSynchronize
+#define gpuPointerGetAttributes hipPointerGetAttributes
 #define gpuFreeHost hipHostFree
 #define gpuMemset hipMemset
 #define gpuMemsetAsync hipMemsetAsync
@@ -89,6 +92,9 @@ typedef cudaDeviceProp gpuDeviceProp_t;
 #define gpuFree cudaFree
 #define gpuHostAlloc cudaHostAlloc
 #define gpuHostAllocPortable cudaHostAllocPortable
+#define gpuHostAllocMapped cudaHostAllocMapped
+#define gpuDeviceSynchronize cudaDeviceSynchronize
+#define gpuPointerGetAttributes cudaPointerGetAttributes
 #define gpuFreeHost cudaFreeHost
 #define gpuMemset cudaMemset
 #define gpuMemsetAsync cudaMemsetAsync

@@ -1,0 +1,85 @@
+#include "algo_select.hpp"
+
+namespace gpucoll {
+
+namespace {
+
+struct Entry {
+    gpucoll_coll_kind_t kind;
+    PeerAlgo algo;
+    bool reduces;
+    int areas_per_rank; // chunk-sized areas per rank: 0 = one in all, 1 = one per rank
+    bool strided;
+};
+
+// The one table of algorithms (allreduce picks between two rows below).
+constexpr Entry kTable[] = {
+    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, true, 0, false},
+    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, true, 0, false},
+    {GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, true, 0, false},
+    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, true, 1, true},
+    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, false, 0, true},
+    {GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, false, 0, false},
+    {GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, false, 1, true},
+};
+
+PeerAlgo allreduce_algo(size_t bytes, const gpucoll_config_t &cfg)
+{
+    switch (cfg.allreduce_algorithm) {
+    case GPUCOLL_ALLREDUCE_ONESHOT: return PeerAlgo::AllreduceOneShot;
+    case GPUCOLL_ALLREDUCE_TWOSHOT: return PeerAlgo::AllreduceTwoShot;
+    default: return bytes <= cfg.oneshot_max_bytes ? PeerAlgo::AllreduceOneShot : PeerAlgo::AllreduceTwoShot;
+    }
+}
+
+} // namespace
+
+bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan)
+{
+    (void)rank;
+    if (nranks < 1 || nranks > kMaxPeers || a.count == 0) return false;
+    size_t elt = gpucoll_dtype_size(a.dtype);
+    if (elt == 0) return false;
+    PeerAlgo want = a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, cfg) : PeerAlgo::Bcast;
+    for (const Entry &e : kTable) {
+        if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;
+        if (e.reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
+        if (!e.reduces && a.op != GPUCOLL_OP_NONE) return false;
+        plan->algo = e.algo;
+        plan->chunk = a.count;
+        plan->scratch_blocks_per_step = e.areas_per_rank ? nranks : (e.algo == PeerAlgo::AllreduceTwoShot ? 2 : 1);
+        plan->strided = e.strided;
+        return true;
+    }
+    return false;
+}
+
+size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt)
+{
+    return half_bytes / (elt * (size_t)plan.scratch_blocks_per_step) / 16 * 16;
+}
+
+int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks)
+{
+    size_t bytes = plan.chunk * elt * (plan.strided ? (size_t)nranks : 1);
+    size_t want = (bytes + 32 * 1024 - 1) / (32 * 1024);
+    size_t cap = (size_t)cfg.max_blocks < (size_t)kMaxBlocks ? (size_t)cfg.max_blocks : (size_t)kMaxBlocks;
+    if (want < 1) want = 1;
+    return (int)(want < cap ? want : cap);
+}
+
+const char *algo_name(PeerAlgo algo)
+{
+    switch (algo) {
+    case PeerAlgo::AllreduceOneShot: return "allreduce_oneshot";
+    case PeerAlgo::AllreduceTwoShot: return "allreduce_twoshot";
+    case PeerAlgo::Reduce: return "reduce";
+    case PeerAlgo::ReduceScatterBlock: return "reduce_scatter_block";
+    case PeerAlgo::Allgather: return "allgather";
+    case PeerAlgo::Bcast: return "bcast";
+    case PeerAlgo::Alltoall: return "alltoall";
+    }
+    return "?";
+}
+
+} // namespace gpucoll

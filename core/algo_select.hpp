@@ -1,0 +1,32 @@
+// The algorithm table: which peer-to-peer algorithm serves a call, in what
+// steps. Pure logic (no GPU), unit-tested in tests/core.
+#pragma once
+
+#include <stddef.h>
+
+#include "gpucoll_config.h"
+#include "gpucoll_core.h"
+#include "peer_args.h"
+
+namespace gpucoll {
+
+struct Plan {
+    PeerAlgo algo;
+    size_t chunk;               // elements per rank and step (before scratch limits)
+    int scratch_blocks_per_step;// chunk-sized areas a step needs in one scratch half
+    bool strided;               // buffers hold one block per rank `count` apart
+};
+
+// Fills `plan` for `a` on a team of `nranks`; false if no kernel serves it.
+bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan);
+
+// Largest chunk (elements, a multiple of 16) that fits a scratch half.
+size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);
+
+// Thread blocks per kernel: enough to keep the links busy, few enough that
+// the cross-rank barrier stays cheap for small messages.
+int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks);
+
+const char *algo_name(PeerAlgo algo);
+
+} // namespace gpucoll

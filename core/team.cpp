@@ -1,0 +1,366 @@
+// Node-local teams: the host-side agreement in shared memory, the GPU scratch
+// every rank maps from every other, and the choice and launch of a kernel.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "algo_select.hpp"
+#include "core_state.hpp"
+#include "gpu_port.h"
+#include "gpucoll_core.h"
+#include "peer_args.h"
+
+using namespace gpucoll;
+
+namespace {
+
+// One rank's slot in the shared control block. `post` packs the sequence
+// number of the rank's latest collective, whether it can take the peer path
+// and a hash of the call's arguments: one atomic word, so a reader never sees
+// half an update.
+struct alignas(128) ShmRank {
+    std::atomic<uint64_t> post;
+    std::atomic<uint32_t> gpu_state; // 0 not yet, 1 ready, 2 failed
+    int device;
+    char bus_id[32];
+    gpuIpcMemHandle_t handle;
+    std::atomic<uint32_t> departed;   // at team destruction
+};
+
+struct ShmBlock {
+    uint32_t magic;
+    int size;
+    ShmRank ranks[kMaxPeers];
+};
+constexpr uint32_t kMagic = 0x67707563; // "gpuc"
+
+uint64_t pack_post(uint64_t seq, bool ok, uint32_t hash) { return seq << 16 | (ok ? 1u << 15 : 0) | (hash & 0x7fff); }
+uint64_t post_seq(uint64_t p) { return p >> 16; }
+bool post_ok(uint64_t p) { return (p >> 15) & 1; }
+uint32_t post_hash(uint64_t p) { return p & 0x7fff; }
+
+uint32_t args_hash(const gpucoll_coll_args_t &a)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t v : {(uint64_t)a.kind, (uint64_t)a.count, (uint64_t)a.dtype, (uint64_t)a.op, (uint64_t)a.root})
+        h = (h ^ v) * 1099511628211ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Spins until `ready()` or the configured timeout; yields now and then since
+// ranks may share cores.
+template <class F> bool wait_until(F ready)
+{
+    auto deadline = Clock::now() + std::chrono::milliseconds(config().timeout_ms);
+    for (unsigned spin = 0;; spin++) {
+        if (ready()) return true;
+        if ((spin & 1023) == 1023) {
+            if (Clock::now() > deadline) return false;
+            sched_yield();
+        }
+    }
+}
+
+} // namespace
+
+struct gpucoll_team {
+    int rank = 0, size = 0;
+    ShmBlock *shm = nullptr;
+    uint64_t seq = 0;        // collectives posted so far
+    uint64_t epoch = 1;      // next barrier epoch of the GPU flags
+    enum { GpuNone, GpuReady, GpuFailed } gpu = GpuNone;
+    int device = -1;
+    char *scratch[kMaxPeers] = {};
+    size_t half_bytes = 0;
+    gpuStream_t stream = nullptr;
+    int *error = nullptr; // host-mapped flag the kernels raise on timeout
+    int sm_count = 0;
+};
+
+namespace {
+
+gpucoll_status_t gpu_error(const char *what, gpuError_t e)
+{
+    return gpucoll_fail(GPUCOLL_ERR_GPU, "%s: %s", what, gpuGetErrorString(e));
+}
+
+// Makes `device` current for the lifetime of the guard.
+struct DeviceGuard {
+    int saved = -1;
+    explicit DeviceGuard(int device)
+    {
+        if (gpuGetDevice(&saved) != gpuSuccess) saved = -1;
+        if (saved != device) gpuSetDevice(device);
+    }
+    ~DeviceGuard()
+    {
+        int now = -1;
+        if (saved >= 0 && gpuGetDevice(&now) == gpuSuccess && now != saved) gpuSetDevice(saved);
+    }
+};
+
+// This rank's half of GPU setup: scratch, its IPC handle, a stream.
+gpucoll_status_t setup_local(gpucoll_team *t, int device)
+{
+    DeviceGuard g(device);
+    ShmRank &me = t->shm->ranks[t->rank];
+    size_t bytes = config().scratch_bytes;
+    if (bytes < kDataOffset + 2 * 65536) bytes = kDataOffset + 2 * 65536;
+    t->half_bytes = (bytes - kDataOffset) / 2 / 4096 * 4096;
+    gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes);
+    if (e != gpuSuccess) return gpu_error("allocating peer scratch", e);
+    if ((e = gpuMemset(t->scratch[t->rank], 0, kFlagsBytes)) != gpuSuccess) return gpu_error("clearing flags", e);
+    if ((e = gpuIpcGetMemHandle(&me.handle, t->scratch[t->rank])) != gpuSuccess)
+        return gpu_error("exporting scratch (cudaIpcGetMemHandle)", e);
+    if ((e = gpuDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, device)) != gpuSuccess)
+        return gpu_error("reading PCI bus id", e);
+    if ((e = gpuStreamCreateWithFlags(&t->stream, gpuStreamDefault)) != gpuSuccess)
+        return gpu_error("creating stream", e);
+    if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
+        return gpu_error("allocating error flag", e);
+    *t->error = 0;
+    gpuDeviceGetAttribute(&t->sm_count, gpuDevAttrMultiProcessorCount, device);
+    if ((e = gpuDeviceSynchronize()) != gpuSuccess) return gpu_error("setting up scratch", e);
+    me.device = device;
+    return GPUCOLL_SUCCESS;
+}
+
+// Maps every peer's scratch. Fails if two ranks share a GPU (their kernels
+// would have to run at once on one device) or a peer is not reachable.
+gpucoll_status_t setup_peers(gpucoll_team *t)
+{
+    DeviceGuard g(t->device);
+    for (int r = 0; r < t->size; r++) {
+        if (r == t->rank) continue;
+        ShmRank &peer = t->shm->ranks[r];
+        if (strncmp(peer.bus_id, t->shm->ranks[t->rank].bus_id, sizeof peer.bus_id) == 0)
+            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "ranks %d and %d share GPU %s", t->rank, r, peer.bus_id);
+        gpuError_t e = gpuIpcOpenMemHandle((void **)&t->scratch[r], peer.handle, gpuIpcMemLazyEnablePeerAccess);
+        if (e != gpuSuccess) {
+            t->scratch[r] = nullptr;
+            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "mapping rank %d's scratch: %s", r, gpuGetErrorString(e));
+        }
+    }
+    return GPUCOLL_SUCCESS;
+}
+
+// Collective (every rank reaches it at the same call): all set up or none.
+gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
+{
+    ShmRank &me = t->shm->ranks[t->rank];
+    t->device = device;
+    gpucoll_status_t st = setup_local(t, device);
+    me.gpu_state.store(st == GPUCOLL_SUCCESS ? 1 : 2, std::memory_order_release);
+    bool all_ready = true;
+    for (int r = 0; r < t->size; r++) {
+        ShmRank &peer = t->shm->ranks[r];
+        if (!wait_until([&] { return peer.gpu_state.load(std::memory_order_acquire) != 0; }))
+            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not set up its GPU within %d ms", r,
+                                config().timeout_ms);
+        all_ready &= peer.gpu_state.load(std::memory_order_acquire) == 1;
+    }
+    if (st == GPUCOLL_SUCCESS && all_ready) st = setup_peers(t);
+    // A second round: a rank that could not map a peer must stop everyone.
+    me.gpu_state.store(st == GPUCOLL_SUCCESS && all_ready ? 3 : 4, std::memory_order_release);
+    bool all_mapped = true;
+    for (int r = 0; r < t->size; r++) {
+        ShmRank &peer = t->shm->ranks[r];
+        if (!wait_until([&] { return peer.gpu_state.load(std::memory_order_acquire) >= 3; }))
+            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not map its peers within %d ms", r,
+                                config().timeout_ms);
+        all_mapped &= peer.gpu_state.load(std::memory_order_acquire) == 3;
+    }
+    t->gpu = all_mapped ? gpucoll_team::GpuReady : gpucoll_team::GpuFailed;
+    if (config().verbose >= 10)
+        fprintf(stderr, "coll:gpu: rank %d: peer-to-peer team on GPU %s %s%s%s\n", t->rank, me.bus_id,
+                all_mapped ? "ready" : "unavailable, device buffers will be staged", all_mapped ? "" : ": ",
+                all_mapped ? "" : gpucoll_last_error());
+    return GPUCOLL_SUCCESS;
+}
+
+void release_gpu(gpucoll_team *t)
+{
+    if (t->device < 0) return;
+    DeviceGuard g(t->device);
+    for (int r = 0; r < t->size; r++) {
+        if (!t->scratch[r]) continue;
+        if (r == t->rank) gpuFree(t->scratch[r]);
+        else gpuIpcCloseMemHandle(t->scratch[r]);
+    }
+    if (t->stream) gpuStreamDestroy(t->stream);
+    if (t->error) gpuFreeHost(t->error);
+}
+
+} // namespace
+
+extern "C" gpucoll_status_t gpucoll_team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **out)
+{
+    *out = nullptr;
+    if (oob->size > kMaxPeers || oob->size > config().max_peers)
+        return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "%d ranks exceed the peer path's limit", oob->size);
+    struct Exchange {
+        char name[48];
+        int ok;
+    } mine{}, *all = new (std::nothrow) Exchange[oob->size];
+    if (!all) return gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "team exchange buffer");
+
+    static std::atomic<int> counter{0};
+    gpucoll_team *t = new gpucoll_team;
+    t->rank = oob->rank;
+    t->size = oob->size;
+    void *map = MAP_FAILED;
+    int fd = -1;
+    if (oob->rank == 0) {
+        snprintf(mine.name, sizeof mine.name, "/gpucoll-%d-%d", (int)getpid(), counter++);
+        fd = shm_open(mine.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd >= 0 && ftruncate(fd, sizeof(ShmBlock)) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    // Round 1: the name; round 2: whether everyone could map it.
+    int rc = oob->allgather(&mine, all, sizeof mine, oob->ctx);
+    if (rc == 0 && oob->rank != 0) fd = shm_open(all[0].name, O_RDWR, 0600);
+    if (fd >= 0) {
+        map = mmap(nullptr, sizeof(ShmBlock), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+    }
+    mine.ok = map != MAP_FAILED;
+    if (rc == 0) rc = oob->allgather(&mine, all, sizeof mine, oob->ctx);
+    if (oob->rank == 0 && mine.name[0]) shm_unlink(mine.name); // everyone has it mapped, or gave up
+    bool all_ok = rc == 0;
+    for (int r = 0; all_ok && r < oob->size; r++) all_ok = all[r].ok;
+    delete[] all;
+    if (!all_ok) {
+        if (map != MAP_FAILED) munmap(map, sizeof(ShmBlock));
+        delete t;
+        return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "shared memory for the team could not be set up");
+    }
+    t->shm = static_cast<ShmBlock *>(map);
+    t->shm->magic = kMagic;
+    t->shm->size = t->size;
+    *out = t;
+    return GPUCOLL_SUCCESS;
+}
+
+extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
+{
+    if (!t) return;
+    if (t->gpu == gpucoll_team::GpuReady) {
+        // Peers may still read our scratch in the tail of the last kernel: free
+        // it only when every rank is here (bounded, a dead peer cannot hold us).
+        t->shm->ranks[t->rank].departed.store(1, std::memory_order_release);
+        for (int r = 0; r < t->size; r++)
+            wait_until([&] { return t->shm->ranks[r].departed.load(std::memory_order_acquire) != 0; });
+    }
+    release_gpu(t);
+    munmap(t->shm, sizeof(ShmBlock));
+    delete t;
+}
+
+namespace {
+
+// Posts this rank's answer for call `seq` and, if it can take the peer path,
+// gathers everyone's. True if all ranks can, with the same arguments.
+gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, uint32_t hash, bool *all_ok)
+{
+    t->shm->ranks[t->rank].post.store(pack_post(seq, ok, hash), std::memory_order_release);
+    *all_ok = false;
+    if (!ok) return GPUCOLL_SUCCESS;
+    bool result = true;
+    for (int r = 0; r < t->size; r++) {
+        uint64_t p = 0;
+        auto &slot = t->shm->ranks[r].post;
+        if (!wait_until([&] { return post_seq(p = slot.load(std::memory_order_acquire)) >= seq; }))
+            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not reach collective #%llu within %d ms", r,
+                                (unsigned long long)seq, config().timeout_ms);
+        // A rank past `seq` did not wait for us there, so it could not take the peer path.
+        result &= post_seq(p) == seq && post_ok(p) && post_hash(p) == hash;
+    }
+    *all_ok = result;
+    return GPUCOLL_SUCCESS;
+}
+
+} // namespace
+
+extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
+{
+    gpucoll_coll_args_t a = *args;
+    const gpucoll_config_t &cfg = config();
+    uint64_t seq = ++t->seq;
+
+    // Local verdict: device buffers on this team's GPU, a kernel for the type and op.
+    int device = -1;
+    bool ok = a.local_ok && t->gpu != gpucoll_team::GpuFailed;
+    if (ok) {
+        gpu_port_ptr_info_t ri, si;
+        gpu_port_query_pointer(a.rbuf, &ri);
+        gpu_port_query_pointer(a.sbuf ? a.sbuf : a.rbuf, &si);
+        bool rbuf_needed = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
+        device = si.device;
+        ok = si.kind == GPU_PORT_MEM_DEVICE && (!rbuf_needed || (ri.kind == GPU_PORT_MEM_DEVICE && ri.device == device));
+        if (t->gpu == gpucoll_team::GpuReady && device != t->device) ok = false;
+    }
+    Plan plan{};
+    if (ok) ok = make_plan(a, t->rank, t->size, cfg, &plan);
+
+    bool all_ok;
+    gpucoll_status_t st = agree(t, seq, ok, args_hash(a), &all_ok);
+    if (st != GPUCOLL_SUCCESS) return st;
+    if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
+
+    if (t->gpu == gpucoll_team::GpuNone) {
+        if ((st = setup_gpu(t, device)) != GPUCOLL_SUCCESS) return st;
+    }
+    if (t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED; // every rank saw the same failure
+
+    // Chunks must fit in half of the scratch; every rank computes the same.
+    size_t elt = gpucoll_dtype_size(a.dtype);
+    size_t max_chunk = max_chunk_elems(plan, t->half_bytes, elt);
+    if (plan.chunk > max_chunk) plan.chunk = max_chunk;
+
+    PeerArgs k{};
+    k.algo = plan.algo;
+    k.rank = t->rank;
+    k.nranks = t->size;
+    k.root = a.root;
+    k.dst = static_cast<char *>(a.rbuf);
+    k.src = a.sbuf ? static_cast<const char *>(a.sbuf)
+                   : (a.kind == GPUCOLL_COLL_ALLGATHER ? k.dst + t->rank * a.count * elt : k.dst);
+    k.count = a.count;
+    k.chunk = plan.chunk;
+    k.half_bytes = t->half_bytes;
+    k.epoch0 = t->epoch;
+    for (int r = 0; r < t->size; r++) k.scratch[r] = t->scratch[r];
+    k.timeout_ns = (uint64_t)cfg.timeout_ms * 1000000ull;
+    k.error = t->error;
+    k.vector_ok = ((uintptr_t)k.src % 16 == 0) && ((uintptr_t)k.dst % 16 == 0) &&
+                  (!plan.strided || (a.count * elt) % 16 == 0);
+    size_t steps = (a.count + plan.chunk - 1) / plan.chunk;
+    t->epoch += steps;
+
+    DeviceGuard g(t->device);
+    int blocks = blocks_for(plan, elt, cfg, t->size);
+    if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream))
+        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
+                            gpucoll_op_name(a.op));
+    gpuError_t e = gpuGetLastError();
+    if (e == gpuSuccess) e = gpuStreamSynchronize(t->stream);
+    if (e != gpuSuccess) return gpu_error("peer-to-peer kernel", e);
+    if (*t->error) {
+        *t->error = 0;
+        t->gpu = gpucoll_team::GpuFailed; // flags are out of step now
+        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms",
+                            cfg.timeout_ms);
+    }
+    return GPUCOLL_SUCCESS;
+}

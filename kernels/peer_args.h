@@ -1,0 +1,48 @@
+// What the core hands a peer-to-peer kernel: plain data, shared by the host
+// code that launches (core/) and the device code (kernels/).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpucoll_types.h"
+
+namespace gpucoll {
+
+constexpr int kMaxPeers = 8;
+constexpr int kMaxBlocks = 64;
+// Each rank's scratch starts with barrier flags: [phase][rank][block].
+constexpr size_t kFlagsBytes = 2 * kMaxPeers * kMaxBlocks * sizeof(uint64_t);
+constexpr size_t kDataOffset = 64 * 1024;
+
+enum class PeerAlgo : int {
+    AllreduceOneShot = 0, // copy in, barrier, every rank reduces everything
+    AllreduceTwoShot,     // copy in, barrier, reduce own slice, barrier, gather slices
+    Reduce,               // copy in, barrier, the root reduces
+    ReduceScatterBlock,   // copy blocks in, barrier, reduce own block
+    Allgather,            // copy in, barrier, read every rank's block
+    Bcast,                // root copies in, barrier, the others read it
+    Alltoall              // copy blocks in, barrier, read own block of every rank
+};
+
+struct PeerArgs {
+    PeerAlgo algo;
+    int rank, nranks, root;
+    const char *src;          // this rank's input (never NULL: the core resolves in place)
+    char *dst;                // this rank's output
+    size_t count;             // elements per block (see gpucoll_coll_args_t)
+    size_t chunk;             // elements moved per rank and step through scratch
+    size_t half_bytes;        // bytes of one of the two scratch halves
+    uint64_t epoch0;          // barrier epoch of the first step
+    char *scratch[kMaxPeers]; // every rank's scratch, mapped here
+    uint64_t timeout_ns;
+    int *error;               // host-mapped: set non-zero on timeout
+    int vector_ok;            // src, dst and strides allow 16-byte accesses
+};
+
+// Launches the kernel for `a` on `stream`; returns false for a pair the
+// kernels do not implement. gpuStream_t is passed as void* to keep GPU headers out.
+bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
+                        void *stream);
+
+} // namespace gpucoll

@@ -1,0 +1,112 @@
+// Moving data between ranks' scratch and the cross-rank barrier that every
+// peer-to-peer algorithm is built from.
+#pragma once
+
+#include "peer_args.h"
+#include "reduce_ops.cuh"
+
+namespace gpucoll {
+
+// The part [begin, end) of n elements that this block handles, in units of
+// `align` elements so that 16-byte accesses stay aligned.
+struct Range {
+    size_t begin, end;
+};
+__device__ inline Range block_range(size_t n, size_t align)
+{
+    size_t units = (n + align - 1) / align;
+    size_t per = (units + gridDim.x - 1) / gridDim.x * align;
+    size_t b = blockIdx.x * per;
+    size_t e = b + per;
+    return Range{b < n ? b : n, e < n ? e : n};
+}
+
+__device__ inline uint64_t *flag_slot(char *scratch, int phase, int rank, int block)
+{
+    return reinterpret_cast<uint64_t *>(scratch) + ((size_t)phase * kMaxPeers + rank) * kMaxBlocks + block;
+}
+
+// All blocks of all ranks reach this point of step `epoch` before any goes
+// on. Returns false (and flags an error) if a peer does not arrive in time.
+__device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch)
+{
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = 0;
+    __syncthreads(); // this block's writes are done
+    if (threadIdx.x < a.nranks) {
+        __threadfence_system();
+        gpu_store_release_sys(flag_slot(a.scratch[threadIdx.x], phase, a.rank, blockIdx.x), epoch);
+    }
+    int waits = a.nranks * gridDim.x;
+    for (int i = threadIdx.x; i < waits; i += blockDim.x) {
+        const uint64_t *f = flag_slot(a.scratch[a.rank], phase, i / gridDim.x, i % gridDim.x);
+        uint64_t start = gpu_global_timer_ns();
+        while (gpu_load_acquire_sys(f) < epoch) {
+            if (gpu_global_timer_ns() - start > a.timeout_ns) {
+                atomicExch(a.error, 1);
+                failed = 1;
+                break;
+            }
+        }
+    }
+    __syncthreads();
+    return !failed;
+}
+
+// dst[i] = src[i] for this block's share of n elements of T.
+template <class T>
+__device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok)
+{
+    constexpr size_t V = 16 / sizeof(T);
+    Range r = block_range(n, V);
+    if (vector_ok) {
+        size_t vend = r.begin + (r.end - r.begin) / V * V;
+        for (size_t i = r.begin + threadIdx.x * V; i < vend; i += blockDim.x * V)
+            *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
+        for (size_t i = vend + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
+    } else {
+        for (size_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
+    }
+}
+
+// dst[i] = op over j of srcs[j][i], for this block's share of n elements.
+// Accumulates in Acc<T>::type and rounds once.
+template <class T, class Op>
+__device__ inline void reduce_elems(T *dst, T *const *srcs, int nsrc, size_t n, bool vector_ok, T *dst2 = nullptr)
+{
+    using A = Acc<T>;
+    using AT = typename A::type;
+    constexpr size_t V = 16 / sizeof(T);
+    Range r = block_range(n, V);
+    size_t vend = vector_ok ? r.begin + (r.end - r.begin) / V * V : r.begin;
+    for (size_t i = r.begin + threadIdx.x * V; i < vend; i += blockDim.x * V) {
+        union U { uint4 v; T e[V]; };
+        U in[kMaxPeers];
+#pragma unroll
+        for (int j = 0; j < kMaxPeers; j++)
+            if (j < nsrc) in[j].v = *reinterpret_cast<const uint4 *>(srcs[j] + i);
+        U out;
+#pragma unroll
+        for (size_t k = 0; k < V; k++) {
+            AT acc = A::load(in[0].e[k]);
+            for (int j = 1; j < nsrc; j++) acc = Op::apply(acc, A::load(in[j].e[k]));
+            out.e[k] = A::store(acc);
+        }
+        *reinterpret_cast<uint4 *>(dst + i) = out.v;
+        if (dst2) *reinterpret_cast<uint4 *>(dst2 + i) = out.v;
+    }
+    for (size_t i = vend + threadIdx.x; i < r.end; i += blockDim.x) {
+        AT acc = A::load(srcs[0][i]);
+        for (int j = 1; j < nsrc; j++) acc = Op::apply(acc, A::load(srcs[j][i]));
+        dst[i] = A::store(acc);
+        if (dst2) dst2[i] = dst[i];
+    }
+}
+
+// Scratch of rank `r` for step `epoch`: the two halves alternate.
+__device__ inline char *step_area(const PeerArgs &a, int r, uint64_t epoch)
+{
+    return a.scratch[r] + kDataOffset + (epoch & 1) * a.half_bytes;
+}
+
+} // namespace gpucoll

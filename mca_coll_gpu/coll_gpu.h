@@ -1,0 +1,211 @@
+/* coll/gpu: the C glue between Open MPI's coll framework and the coll/gpu core.
+ *
+ * Only files in this folder include Open MPI headers. For every collective we
+ * install, the entry point (coll_gpu_<collective>.c) looks at where the
+ * buffers live: host buffers go straight to the module we displaced (saved in
+ * `prev`), device buffers go to the core's peer-to-peer path when the whole
+ * communicator agrees, and otherwise through the staged path (copy to host,
+ * run the displaced module, copy back). */
+#ifndef MCA_COLL_GPU_H
+#define MCA_COLL_GPU_H
+
+#include "ompi_config.h"
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/op/op.h"
+#include "ompi/request/request.h"
+#include "opal/util/output.h"
+
+#include "gpucoll_config.h"
+#include "gpucoll_core.h"
+
+BEGIN_C_DECLS
+
+typedef struct mca_coll_gpu_component_t {
+    mca_coll_base_component_t super;
+    int priority;
+    int verbose;
+    bool enable;
+    int output;              /* opal_output stream, verbosity = verbose */
+    gpucoll_config_t config; /* what the core reads */
+} mca_coll_gpu_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
+
+/* The functions and modules we displaced, one pair per collective we wrap.
+ * X(name) lists them; the module saves, installs and releases through it. */
+#define COLL_GPU_WRAPPED(X)                                                       \
+    X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) \
+    X(bcast) X(exscan) X(gather) X(gatherv) X(reduce) X(reduce_scatter)           \
+    X(reduce_scatter_block) X(scan) X(scatter) X(scatterv) X(reduce_local)        \
+    X(iallgather) X(iallgatherv) X(iallreduce) X(ialltoall) X(ialltoallv)         \
+    X(ialltoallw) X(ibcast) X(iexscan) X(igather) X(igatherv) X(ireduce)          \
+    X(ireduce_scatter) X(ireduce_scatter_block) X(iscan) X(iscatter) X(iscatterv)
+
+typedef struct coll_gpu_prev_t {
+#define COLL_GPU_PREV_FIELD(name)                   \
+    mca_coll_base_module_##name##_fn_t name;        \
+    mca_coll_base_module_t *name##_module;
+    COLL_GPU_WRAPPED(COLL_GPU_PREV_FIELD)
+#undef COLL_GPU_PREV_FIELD
+} coll_gpu_prev_t;
+
+typedef struct mca_coll_gpu_module_t {
+    mca_coll_base_module_t super;
+    coll_gpu_prev_t prev;
+    ompi_communicator_t *comm;
+    bool force_staged;      /* MCA path=staged or communicator info coll_gpu_path=staged */
+    gpucoll_team_t *team;   /* node-local peer-to-peer group, NULL if not eligible */
+} mca_coll_gpu_module_t;
+OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
+
+#define COLL_GPU_MODULE(m) ((mca_coll_gpu_module_t *)(m))
+#define COLL_GPU_VERBOSE(level, ...) \
+    opal_output_verbose(level, mca_coll_gpu_component.output, "coll:gpu: " __VA_ARGS__)
+
+/* component / module (coll_gpu_module.c) */
+int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_gpu_comm_query(ompi_communicator_t *comm, int *priority);
+
+/* ---- staging (coll_gpu_stage.c) ------------------------------------------
+ * A stage records the device buffers of one call and their host copies. Each
+ * coll_gpu_stage_* call returns the pointer to hand to the displaced module:
+ * the host copy for device memory, the argument itself otherwise. */
+typedef struct coll_gpu_stage coll_gpu_stage_t;
+
+bool coll_gpu_is_device(const void *ptr);
+coll_gpu_stage_t *coll_gpu_stage_new(void);
+/* `count` elements of `dtype` at `buf`: copied in if `in`, back out if `out`. */
+void *coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *dtype, size_t count,
+                     bool in, bool out);
+/* Same for a vector layout: block i is counts[i] elements at displs[i] * extent. */
+void *coll_gpu_stage_v(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *dtype, const int *counts,
+                       const int *displs, int n, bool in, bool out);
+/* alltoallw: block i is counts[i] elements of dtypes[i] at byte offset displs[i]. */
+void *coll_gpu_stage_w(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes,
+                       const int *counts, const int *displs, int n, bool in, bool out);
+/* Non-zero (an MPI error) if staging failed; the stage is then released. */
+int coll_gpu_stage_failed(coll_gpu_stage_t *st);
+/* Narrows what is copied back of the last staged buffer to `count` elements
+ * at element offset `offset` (reduce_scatter in place writes only its block). */
+void coll_gpu_stage_limit_out(coll_gpu_stage_t *st, ompi_datatype_t *dtype, size_t offset, size_t count);
+/* Finishes a call whose displaced collective returned `rc`. Blocking calls
+ * (request == NULL) copy results back and free the stage; nonblocking ones
+ * wrap *request so that the copy back happens before MPI_Wait returns. */
+int coll_gpu_stage_finish(coll_gpu_stage_t *st, int rc, ompi_communicator_t *comm, ompi_request_t **request);
+
+/* ---- nonblocking requests (coll_gpu_request.c) --------------------------- */
+int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_communicator_t *comm);
+/* Copies results back and releases the stage; `rc` is the collective's outcome. */
+int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc);
+void coll_gpu_request_fini(void);
+
+/* ---- the peer-to-peer path (coll_gpu_team.c) ------------------------------
+ * Returns true if the collective is done (*rc holds its result); false if the
+ * caller must take the staged or host path. `device_ok`: every significant
+ * buffer of this rank is device memory. Ranks with a team must call it for
+ * each collective of that kind, host buffers or not, so that they agree. */
+bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
+                       size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc);
+
+/* ---- datatype/op mapping (coll_gpu_dtype.c) ------------------------------ */
+gpucoll_dtype_t coll_gpu_map_dtype(ompi_datatype_t *dtype);
+gpucoll_op_t coll_gpu_map_op(ompi_op_t *op, gpucoll_dtype_t dtype);
+/* coll_gpu_ext.c: the fp16/bf16 types and ops of include/coll_gpu_ext.h,
+ * recognised by name and by function address (GPUCOLL_*_NONE if not ours). */
+int coll_gpu_ext_dtype_kind(const char *name);
+int coll_gpu_ext_op_kind(void *fn, int bf16);
+
+/* Prints the core's last error and returns the MPI error class for `status`. */
+int coll_gpu_error(gpucoll_status_t status, const char *what);
+
+/* ---- the collectives ------------------------------------------------------ */
+int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                           ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                            ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op, int root,
+                        ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op, int root,
+                         ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce_local(const void *inbuf, void *inoutbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                              mca_coll_base_module_t *module);
+int mca_coll_gpu_bcast(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
+                       mca_coll_base_module_t *module);
+int mca_coll_gpu_ibcast(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
+                        ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
+int mca_coll_gpu_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                            const int *displs, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module);
+int mca_coll_gpu_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                             const int *displs, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_gather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                        ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_igather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                         ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_request_t **request,
+                         mca_coll_base_module_t *module);
+int mca_coll_gpu_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                         const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module);
+int mca_coll_gpu_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                          const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                          ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_scatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                         ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                          ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_request_t **request,
+                          mca_coll_base_module_t *module);
+int mca_coll_gpu_scatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
+                          void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module);
+int mca_coll_gpu_iscatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                           ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                          ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ialltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module);
+int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
+                           void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
+                           ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
+                            void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
+                            ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                           ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                           ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                            ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                            ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                 ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                                 mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                      ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                       ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                                       mca_coll_base_module_t *module);
+int mca_coll_gpu_scan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                      ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                       ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_exscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                        ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iexscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                         ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+
+END_C_DECLS
+#endif

@@ -1,0 +1,35 @@
+/* MPI_Allreduce / MPI_Iallreduce. */
+#include "coll_gpu.h"
+
+static int allreduce_staged(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                            ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
+{
+    coll_gpu_stage_t *st = coll_gpu_stage_new();
+    const void *hs = coll_gpu_stage(st, sbuf, dtype, count, true, false);
+    void *hr = coll_gpu_stage(st, rbuf, dtype, count, sbuf == MPI_IN_PLACE, true);
+    int rc = coll_gpu_stage_failed(st);
+    if (rc) return rc;
+    rc = request ? m->prev.iallreduce(hs, hr, count, dtype, op, comm, request, m->prev.iallreduce_module)
+                 : m->prev.allreduce(hs, hr, count, dtype, op, comm, m->prev.allreduce_module);
+    return coll_gpu_stage_finish(st, rc, comm, request);
+}
+
+int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                           ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    int rc;
+    if (coll_gpu_team_try(m, GPUCOLL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 0, rdev && sdev, &rc)) return rc;
+    if (!rdev && !sdev) return m->prev.allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev.allreduce_module);
+    return allreduce_staged(sbuf, rbuf, count, dtype, op, comm, NULL, m);
+}
+
+int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                            ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+        return m->prev.iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->prev.iallreduce_module);
+    return allreduce_staged(sbuf, rbuf, count, dtype, op, comm, request, m);
+}

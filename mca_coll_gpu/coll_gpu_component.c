@@ -1,0 +1,150 @@
+/* The component: its parameters, and the bits of the coll API that differ
+ * between Open MPI versions (kept here and in coll_gpu_module.c only). */
+#include "coll_gpu.h"
+
+#include "opal/mca/base/mca_base_var.h"
+
+static int gpu_register(void);
+static int gpu_open(void);
+static int gpu_close(void);
+
+mca_coll_gpu_component_t mca_coll_gpu_component = {
+    .super = {
+#if OMPI_MAJOR_VERSION >= 5
+        .collm_version = {MCA_COLL_BASE_VERSION_2_4_0,
+#else
+        .collm_version = {MCA_COLL_BASE_VERSION_2_0_0,
+#endif
+                          .mca_component_name = "gpu",
+                          MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+                          .mca_open_component = gpu_open,
+                          .mca_close_component = gpu_close,
+                          .mca_register_component_params = gpu_register},
+        .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+        .collm_init_query = mca_coll_gpu_init_query,
+        .collm_comm_query = mca_coll_gpu_comm_query,
+    },
+    .priority = 80, /* above tuned (30), self (75) and coll/cuda (78) */
+    .verbose = 0,
+    .enable = true,
+    .output = -1,
+};
+
+/* Storage for parameters the config struct holds in other types. */
+static int param_path = GPUCOLL_PATH_AUTO;
+static int param_allreduce_algorithm = GPUCOLL_ALLREDUCE_AUTO;
+static size_t param_oneshot_max_bytes = GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES;
+static size_t param_scratch_bytes = GPUCOLL_DEFAULT_SCRATCH_BYTES;
+static size_t param_staging_cache_bytes = GPUCOLL_DEFAULT_STAGING_CACHE_BYTES;
+static int param_max_peers = GPUCOLL_DEFAULT_MAX_PEERS;
+static int param_max_blocks = GPUCOLL_DEFAULT_MAX_BLOCKS;
+static int param_threads = GPUCOLL_DEFAULT_THREADS;
+static int param_timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
+
+static const mca_base_var_enum_value_t path_values[] = {
+    {GPUCOLL_PATH_AUTO, "auto"}, {GPUCOLL_PATH_STAGED, "staged"}, {GPUCOLL_PATH_IPC, "ipc"}, {0, NULL}};
+static const mca_base_var_enum_value_t allreduce_values[] = {
+    {GPUCOLL_ALLREDUCE_AUTO, "auto"}, {GPUCOLL_ALLREDUCE_ONESHOT, "oneshot"},
+    {GPUCOLL_ALLREDUCE_TWOSHOT, "twoshot"}, {0, NULL}};
+
+static void reg_int(const char *name, const char *help, int level, int *storage)
+{
+    (void)mca_base_component_var_register(&mca_coll_gpu_component.super.collm_version, name, help,
+                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+static void reg_size(const char *name, const char *help, int level, size_t *storage)
+{
+    (void)mca_base_component_var_register(&mca_coll_gpu_component.super.collm_version, name, help,
+                                          MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level,
+                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+static void reg_enum(const char *name, const char *help, const mca_base_var_enum_value_t *values, int *storage)
+{
+    mca_base_var_enum_t *e = NULL;
+    char enum_name[64];
+    snprintf(enum_name, sizeof enum_name, "coll_gpu_%s", name);
+    mca_base_var_enum_create(enum_name, values, &e);
+    (void)mca_base_component_var_register(&mca_coll_gpu_component.super.collm_version, name, help,
+                                          MCA_BASE_VAR_TYPE_INT, e, 0, 0, OPAL_INFO_LVL_5,
+                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
+    OBJ_RELEASE(e);
+}
+
+static int gpu_register(void)
+{
+    mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+    reg_int("priority", "Priority of coll/gpu; above tuned (30), self (75) and cuda (78) by default",
+            OPAL_INFO_LVL_6, &c->priority);
+    reg_int("verbose", "Verbosity: 0 silent, 10 selection and why coll/gpu stepped aside, 20 path per call, "
+                       "50 everything", OPAL_INFO_LVL_9, &c->verbose);
+    (void)mca_base_component_var_register(&c->super.collm_version, "enable",
+                                          "Enable coll/gpu (false: it never selects itself)",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &c->enable);
+    reg_enum("path", "How device-buffer collectives run: auto (peer-to-peer GPU kernels where every rank of "
+                     "the communicator shares a node and has device buffers, else staged), staged (always copy "
+                     "through host memory and run the displaced host algorithm), ipc (same as auto). A "
+                     "communicator's info key coll_gpu_path=staged forces staged on that communicator.",
+             path_values, &param_path);
+    reg_enum("allreduce_algorithm", "Allreduce over peer memory: auto (one-shot up to oneshot_max_bytes, "
+                                    "two-shot above), oneshot, twoshot",
+             allreduce_values, &param_allreduce_algorithm);
+    reg_size("oneshot_max_bytes", "Largest allreduce (bytes) that the auto choice runs one-shot",
+             OPAL_INFO_LVL_5, &param_oneshot_max_bytes);
+    reg_size("scratch_bytes", "Bytes of peer-visible GPU scratch per rank and communicator (larger messages are "
+                              "pipelined through it)", OPAL_INFO_LVL_5, &param_scratch_bytes);
+    reg_size("staging_cache_bytes", "Pinned host memory kept cached for the staged path", OPAL_INFO_LVL_6,
+             &param_staging_cache_bytes);
+    reg_int("max_peers", "Largest node-local communicator the peer-to-peer path serves", OPAL_INFO_LVL_6,
+            &param_max_peers);
+    reg_int("max_blocks", "Most thread blocks a peer-to-peer kernel launches", OPAL_INFO_LVL_7, &param_max_blocks);
+    reg_int("threads_per_block", "Threads per block of the peer-to-peer kernels", OPAL_INFO_LVL_7,
+            &param_threads);
+    reg_int("timeout_ms", "Longest wait (ms) for another rank before a collective fails with an error",
+            OPAL_INFO_LVL_5, &param_timeout_ms);
+    return OMPI_SUCCESS;
+}
+
+static int gpu_open(void)
+{
+    mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+
+    gpucoll_config_t *cfg = &c->config;
+    cfg->verbose = c->verbose;
+    cfg->path = (gpucoll_path_t)param_path;
+    cfg->allreduce_algorithm = (gpucoll_allreduce_algo_t)param_allreduce_algorithm;
+    cfg->oneshot_max_bytes = param_oneshot_max_bytes;
+    cfg->scratch_bytes = param_scratch_bytes;
+    cfg->staging_cache_bytes = param_staging_cache_bytes;
+    cfg->max_peers = param_max_peers;
+    cfg->max_blocks = param_max_blocks;
+    cfg->threads_per_block = param_threads;
+    cfg->timeout_ms = param_timeout_ms;
+    gpucoll_core_configure(cfg);
+    *cfg = *gpucoll_core_config();
+    return OMPI_SUCCESS;
+}
+
+static int gpu_close(void)
+{
+    coll_gpu_request_fini();
+    gpucoll_core_release_caches();
+    if (mca_coll_gpu_component.output >= 0) opal_output_close(mca_coll_gpu_component.output);
+    mca_coll_gpu_component.output = -1;
+    return OMPI_SUCCESS;
+}
+
+int coll_gpu_error(gpucoll_status_t status, const char *what)
+{
+    opal_output(0, "coll:gpu: %s failed: %s (%s)", what, gpucoll_last_error(), gpucoll_status_name(status));
+    switch (status) {
+    case GPUCOLL_SUCCESS: return OMPI_SUCCESS;
+    case GPUCOLL_ERR_NO_MEMORY: return OMPI_ERR_OUT_OF_RESOURCE;
+    case GPUCOLL_ERR_INVALID: return OMPI_ERR_BAD_PARAM;
+    case GPUCOLL_ERR_UNSUPPORTED: return OMPI_ERR_NOT_SUPPORTED;
+    default: return OMPI_ERROR;
+    }
+}

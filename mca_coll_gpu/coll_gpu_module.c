@@ -1,0 +1,142 @@
+/* Selection and the module's life: which communicators we serve, what we
+ * displace, and the node-local team the peer-to-peer path needs. */
+#include "coll_gpu.h"
+
+#include "ompi/group/group.h"
+#include "opal/util/info.h"
+
+int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    if (!mca_coll_gpu_component.enable) {
+        COLL_GPU_VERBOSE(10, "disabled by coll_gpu_enable=0");
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    /* No driver, no device memory: stepping aside costs nothing and is always right. */
+    if (!gpucoll_driver_present()) {
+        COLL_GPU_VERBOSE(10, "stepping aside: no GPU driver (libcuda) could be loaded in this process");
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    return OMPI_SUCCESS;
+}
+
+static int gpu_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm);
+static int gpu_module_disable(mca_coll_base_module_t *module, ompi_communicator_t *comm);
+
+static void gpu_module_construct(mca_coll_gpu_module_t *m)
+{
+    memset(&m->prev, 0, sizeof m->prev);
+    m->comm = NULL;
+    m->force_staged = false;
+    m->team = NULL;
+}
+
+static void gpu_module_destruct(mca_coll_gpu_module_t *m)
+{
+    /* Disable may not have run (enable failed part way): release what is held. */
+#define COLL_GPU_RELEASE(name) \
+    if (m->prev.name##_module) OBJ_RELEASE(m->prev.name##_module);
+    COLL_GPU_WRAPPED(COLL_GPU_RELEASE)
+#undef COLL_GPU_RELEASE
+    if (m->team) gpucoll_team_destroy(m->team);
+    m->team = NULL;
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_gpu_module_t, mca_coll_base_module_t, gpu_module_construct, gpu_module_destruct);
+
+static bool info_forces_staged(ompi_communicator_t *comm)
+{
+    opal_info_t *info = comm->super.s_info;
+    char value[32];
+    int flag = 0;
+    if (info == NULL) return false;
+    if (opal_info_get(info, "coll_gpu_path", sizeof value - 1, value, &flag) != OPAL_SUCCESS || !flag)
+        return false;
+    return strcmp(value, "staged") == 0;
+}
+
+mca_coll_base_module_t *mca_coll_gpu_comm_query(ompi_communicator_t *comm, int *priority)
+{
+    if (OMPI_COMM_IS_INTER(comm)) {
+        COLL_GPU_VERBOSE(10, "stepping aside on %s: intercommunicators are left to coll/inter", comm->c_name);
+        return NULL;
+    }
+    mca_coll_gpu_module_t *m = OBJ_NEW(mca_coll_gpu_module_t);
+    if (m == NULL) return NULL;
+    *priority = mca_coll_gpu_component.priority;
+    m->super.coll_module_enable = gpu_module_enable;
+    m->super.coll_module_disable = gpu_module_disable;
+#define COLL_GPU_INSTALL(name) m->super.coll_##name = mca_coll_gpu_##name;
+    COLL_GPU_WRAPPED(COLL_GPU_INSTALL)
+#undef COLL_GPU_INSTALL
+    return &m->super;
+}
+
+/* The team is built with the allgather we displaced, on host memory. */
+static int team_allgather(const void *in, void *out, size_t bytes, void *ctx)
+{
+    mca_coll_gpu_module_t *m = ctx;
+    return m->prev.allgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, m->comm,
+                             m->prev.allgather_module);
+}
+
+static bool team_eligible(ompi_communicator_t *comm)
+{
+    const gpucoll_config_t *cfg = &mca_coll_gpu_component.config;
+    int size = ompi_comm_size(comm);
+    if (cfg->path == GPUCOLL_PATH_STAGED || size < 2) return false;
+    if (size > cfg->max_peers) {
+        COLL_GPU_VERBOSE(10, "%s: %d ranks exceed max_peers=%d, device buffers will be staged", comm->c_name, size,
+                         cfg->max_peers);
+        return false;
+    }
+    if (ompi_group_have_remote_peers(comm->c_local_group)) {
+        COLL_GPU_VERBOSE(10, "%s spans nodes: device buffers will be staged", comm->c_name);
+        return false;
+    }
+    return true;
+}
+
+static int gpu_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    m->comm = comm;
+    /* comm->c_coll holds the lower-priority modules' functions at this point.
+     * Where none exists we install nothing either. */
+#define COLL_GPU_SAVE(name)                                           \
+    m->prev.name = comm->c_coll->coll_##name;                         \
+    m->prev.name##_module = comm->c_coll->coll_##name##_module;       \
+    if (m->prev.name && m->prev.name##_module) {                      \
+        OBJ_RETAIN(m->prev.name##_module);                            \
+    } else {                                                          \
+        m->prev.name = NULL;                                          \
+        m->prev.name##_module = NULL;                                 \
+        m->super.coll_##name = NULL;                                  \
+    }
+    COLL_GPU_WRAPPED(COLL_GPU_SAVE)
+#undef COLL_GPU_SAVE
+
+    m->force_staged = info_forces_staged(comm);
+    if (m->prev.allgather && team_eligible(comm)) {
+        gpucoll_team_oob_t oob = {ompi_comm_rank(comm), ompi_comm_size(comm), team_allgather, m};
+        gpucoll_status_t st = gpucoll_team_create(&oob, &m->team);
+        if (st != GPUCOLL_SUCCESS) {
+            /* Every rank reaches the same verdict: the exchange is collective. */
+            COLL_GPU_VERBOSE(10, "%s: no peer-to-peer team (%s), device buffers will be staged", comm->c_name,
+                             gpucoll_last_error());
+            m->team = NULL;
+        }
+    }
+    COLL_GPU_VERBOSE(10, "enabled on %s (%d ranks)%s%s", comm->c_name, ompi_comm_size(comm),
+                     m->team ? ", peer-to-peer team ready" : "", m->force_staged ? ", staged by info" : "");
+    return OMPI_SUCCESS;
+}
+
+/* 4.1/5.0 call disable once per installed slot: keep it idempotent. */
+static int gpu_module_disable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
+{
+    (void)module;
+    (void)comm;
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,63 @@
+/* MPI_Reduce / MPI_Ireduce / MPI_Reduce_local. */
+#include "coll_gpu.h"
+
+static int reduce_staged(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op, int root,
+                         ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
+{
+    bool is_root = ompi_comm_rank(comm) == root;
+    coll_gpu_stage_t *st = coll_gpu_stage_new();
+    const void *hs = coll_gpu_stage(st, sbuf, dtype, count, true, false);
+    /* rbuf matters only at the root (where it is also the input if in place). */
+    void *hr = is_root ? coll_gpu_stage(st, rbuf, dtype, count, sbuf == MPI_IN_PLACE, true) : rbuf;
+    int rc = coll_gpu_stage_failed(st);
+    if (rc) return rc;
+    rc = request ? m->prev.ireduce(hs, hr, count, dtype, op, root, comm, request, m->prev.ireduce_module)
+                 : m->prev.reduce(hs, hr, count, dtype, op, root, comm, m->prev.reduce_module);
+    return coll_gpu_stage_finish(st, rc, comm, request);
+}
+
+static bool reduce_on_device(const void *sbuf, void *rbuf, int root, ompi_communicator_t *comm, bool *any)
+{
+    bool is_root = ompi_comm_rank(comm) == root;
+    bool rdev = is_root && coll_gpu_is_device(rbuf);
+    bool sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    *any = rdev || sdev;
+    return sdev && (rdev || !is_root);
+}
+
+int mca_coll_gpu_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op, int root,
+                        ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    bool any;
+    bool all = reduce_on_device(sbuf, rbuf, root, comm, &any);
+    int rc;
+    if (coll_gpu_team_try(m, GPUCOLL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root, all, &rc)) return rc;
+    if (!any) return m->prev.reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev.reduce_module);
+    return reduce_staged(sbuf, rbuf, count, dtype, op, root, comm, NULL, m);
+}
+
+int mca_coll_gpu_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op, int root,
+                         ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    bool any;
+    reduce_on_device(sbuf, rbuf, root, comm, &any);
+    if (!any) return m->prev.ireduce(sbuf, rbuf, count, dtype, op, root, comm, request, m->prev.ireduce_module);
+    return reduce_staged(sbuf, rbuf, count, dtype, op, root, comm, request, m);
+}
+
+int mca_coll_gpu_reduce_local(const void *inbuf, void *inoutbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                              mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    if (!coll_gpu_is_device(inbuf) && !coll_gpu_is_device(inoutbuf))
+        return m->prev.reduce_local(inbuf, inoutbuf, count, dtype, op, m->prev.reduce_local_module);
+    coll_gpu_stage_t *st = coll_gpu_stage_new();
+    const void *hin = coll_gpu_stage(st, inbuf, dtype, count, true, false);
+    void *hio = coll_gpu_stage(st, inoutbuf, dtype, count, true, true);
+    int rc = coll_gpu_stage_failed(st);
+    if (rc) return rc;
+    rc = m->prev.reduce_local(hin, hio, count, dtype, op, m->prev.reduce_local_module);
+    return coll_gpu_stage_finish(st, rc, NULL, NULL);
+}

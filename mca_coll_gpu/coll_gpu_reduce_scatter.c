@@ -1,0 +1,84 @@
+/* MPI_Reduce_scatter(_block) / MPI_Ireduce_scatter(_block). */
+#include "coll_gpu.h"
+
+/* In place, rbuf holds the whole input but receives only this rank's block
+ * (at its start): stage all of it in, copy back just the block. The staged
+ * path of Open MPI's coll/cuda stages only the block and reads past it. */
+static int reduce_scatter_staged(const void *sbuf, void *rbuf, size_t total, size_t mine, const int *rcounts,
+                                 int rcount, ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
+                                 ompi_request_t **request, mca_coll_gpu_module_t *m)
+{
+    bool in_place = sbuf == MPI_IN_PLACE;
+    coll_gpu_stage_t *st = coll_gpu_stage_new();
+    const void *hs = coll_gpu_stage(st, sbuf, dtype, total, true, false);
+    void *hr = coll_gpu_stage(st, rbuf, dtype, in_place ? total : mine, in_place, true);
+    if (in_place && coll_gpu_is_device(rbuf)) coll_gpu_stage_limit_out(st, dtype, 0, mine);
+    int rc = coll_gpu_stage_failed(st);
+    if (rc) return rc;
+    if (rcounts)
+        rc = request ? m->prev.ireduce_scatter(hs, hr, rcounts, dtype, op, comm, request,
+                                               m->prev.ireduce_scatter_module)
+                     : m->prev.reduce_scatter(hs, hr, rcounts, dtype, op, comm, m->prev.reduce_scatter_module);
+    else
+        rc = request ? m->prev.ireduce_scatter_block(hs, hr, rcount, dtype, op, comm, request,
+                                                     m->prev.ireduce_scatter_block_module)
+                     : m->prev.reduce_scatter_block(hs, hr, rcount, dtype, op, comm,
+                                                    m->prev.reduce_scatter_block_module);
+    return coll_gpu_stage_finish(st, rc, comm, request);
+}
+
+static size_t sum_counts(const int *counts, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += counts[i] > 0 ? (size_t)counts[i] : 0;
+    return total;
+}
+
+int mca_coll_gpu_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+        return m->prev.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, m->prev.reduce_scatter_module);
+    int size = ompi_comm_size(comm);
+    return reduce_scatter_staged(sbuf, rbuf, sum_counts(rcounts, size), (size_t)rcounts[ompi_comm_rank(comm)],
+                                 rcounts, 0, dtype, op, comm, NULL, m);
+}
+
+int mca_coll_gpu_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                 ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                                 mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+        return m->prev.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request, m->prev.ireduce_scatter_module);
+    int size = ompi_comm_size(comm);
+    return reduce_scatter_staged(sbuf, rbuf, sum_counts(rcounts, size), (size_t)rcounts[ompi_comm_rank(comm)],
+                                 rcounts, 0, dtype, op, comm, request, m);
+}
+
+int mca_coll_gpu_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                      ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    int rc;
+    if (coll_gpu_team_try(m, GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op, 0, rdev && sdev, &rc))
+        return rc;
+    if (!rdev && !sdev)
+        return m->prev.reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, m->prev.reduce_scatter_block_module);
+    size_t size = (size_t)ompi_comm_size(comm);
+    return reduce_scatter_staged(sbuf, rbuf, size * rcount, rcount, NULL, rcount, dtype, op, comm, NULL, m);
+}
+
+int mca_coll_gpu_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                       ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                                       mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+        return m->prev.ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                             m->prev.ireduce_scatter_block_module);
+    size_t size = (size_t)ompi_comm_size(comm);
+    return reduce_scatter_staged(sbuf, rbuf, size * rcount, rcount, NULL, rcount, dtype, op, comm, request, m);
+}

@@ -1,0 +1,132 @@
+/* Nonblocking collectives on device buffers: the displaced module runs the
+ * collective on host copies; our request completes only after the results
+ * are back in device memory, so MPI_Wait/Test never return early.
+ *
+ * The request derives from ompi_coll_base_nbc_request_t because the MPI
+ * layer (ompi_coll_base_retain_op/datatypes) writes its fields after we
+ * return. A progress callback watches the inner requests. */
+#include "coll_gpu.h"
+
+#include <pthread.h>
+
+#include "ompi/mca/coll/base/coll_base_util.h"
+#include "opal/runtime/opal_progress.h"
+
+typedef struct coll_gpu_request_t {
+    ompi_coll_base_nbc_request_t super;
+    ompi_request_t *inner;
+    coll_gpu_stage_t *stage;
+    bool freed; /* MPI_Request_free came before completion */
+    struct coll_gpu_request_t *next;
+} coll_gpu_request_t;
+
+static OBJ_CLASS_INSTANCE(coll_gpu_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+
+static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
+static coll_gpu_request_t *active;   /* requests whose inner request is pending */
+static volatile int active_count;    /* read without the lock on the fast path */
+static bool progress_registered;
+
+static int request_free(ompi_request_t **rp)
+{
+    coll_gpu_request_t *r = (coll_gpu_request_t *)*rp;
+    *rp = MPI_REQUEST_NULL;
+    if (!REQUEST_COMPLETE(&r->super.super)) { /* the progress callback releases it */
+        r->freed = true;
+        return OMPI_SUCCESS;
+    }
+    OMPI_REQUEST_FINI(&r->super.super);
+    OBJ_RELEASE(r);
+    return OMPI_SUCCESS;
+}
+
+static int request_cancel(ompi_request_t *request, int complete)
+{
+    (void)request;
+    (void)complete;
+    return MPI_ERR_REQUEST; /* collectives cannot be cancelled */
+}
+
+static void request_complete(coll_gpu_request_t *r)
+{
+    int rc = r->inner->req_status.MPI_ERROR;
+    ompi_request_free(&r->inner);
+    rc = coll_gpu_stage_release(r->stage, rc);
+    r->stage = NULL;
+    r->super.super.req_status.MPI_ERROR = rc;
+    bool freed = r->freed;
+    ompi_request_complete(&r->super.super, true);
+    if (freed) {
+        OMPI_REQUEST_FINI(&r->super.super);
+        OBJ_RELEASE(r);
+    }
+}
+
+static int coll_gpu_progress(void)
+{
+    if (active_count == 0) return 0;
+    coll_gpu_request_t *done = NULL;
+    pthread_mutex_lock(&active_lock);
+    for (coll_gpu_request_t **p = &active; *p;) {
+        coll_gpu_request_t *r = *p;
+        if (REQUEST_COMPLETE(r->inner)) {
+            *p = r->next;
+            r->next = done;
+            done = r;
+            active_count--;
+        } else {
+            p = &r->next;
+        }
+    }
+    pthread_mutex_unlock(&active_lock);
+    int n = 0;
+    /* Outside the lock: completion callbacks may start new collectives. */
+    while (done) {
+        coll_gpu_request_t *r = done;
+        done = r->next;
+        request_complete(r);
+        n++;
+    }
+    return n;
+}
+
+int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_communicator_t *comm)
+{
+    coll_gpu_request_t *r = OBJ_NEW(coll_gpu_request_t);
+    if (r == NULL) {
+        /* Cannot track it: finish it here, which is still correct. */
+        ompi_request_wait(request, MPI_STATUS_IGNORE);
+        return coll_gpu_stage_release(st, OMPI_SUCCESS);
+    }
+    OMPI_REQUEST_INIT(&r->super.super, false);
+    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.super.req_type = OMPI_REQUEST_COLL;
+    r->super.super.req_free = request_free;
+    r->super.super.req_cancel = request_cancel;
+    r->super.super.req_mpi_object.comm = comm;
+    r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+    r->inner = *request;
+    r->stage = st;
+    r->freed = false;
+
+    pthread_mutex_lock(&active_lock);
+    if (!progress_registered) {
+        opal_progress_register(coll_gpu_progress);
+        progress_registered = true;
+    }
+    r->next = active;
+    active = r;
+    active_count++;
+    pthread_mutex_unlock(&active_lock);
+
+    *request = &r->super.super;
+    return OMPI_SUCCESS;
+}
+
+void coll_gpu_request_fini(void)
+{
+    pthread_mutex_lock(&active_lock);
+    if (progress_registered) opal_progress_unregister(coll_gpu_progress);
+    progress_registered = false;
+    pthread_mutex_unlock(&active_lock);
+}

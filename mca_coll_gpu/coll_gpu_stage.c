@@ -1,0 +1,140 @@
+/* The staged path: device buffers are copied to pinned host memory, the
+ * displaced (host) collective runs on the copies, results are copied back.
+ * This is what makes every collective correct on device memory; the peer
+ * path of the core replaces it where it can. */
+#include "coll_gpu.h"
+
+#include <stdlib.h>
+
+#define COLL_GPU_STAGE_MAX 2
+
+typedef struct stage_buf {
+    char *user;        /* the caller's pointer */
+    char *host;        /* pinned copy of [user + lo, user + hi) */
+    ptrdiff_t lo, hi;  /* staged region, relative to user */
+    ptrdiff_t out_lo, out_hi; /* part copied back (empty: nothing) */
+} stage_buf_t;
+
+struct coll_gpu_stage {
+    int n;
+    int error; /* OMPI error if staging failed */
+    stage_buf_t buf[COLL_GPU_STAGE_MAX];
+};
+
+bool coll_gpu_is_device(const void *ptr)
+{
+    if (ptr == NULL || ptr == MPI_IN_PLACE || ptr == MPI_BOTTOM) return false;
+    return gpucoll_mem_kind(ptr) != GPUCOLL_MEM_HOST;
+}
+
+coll_gpu_stage_t *coll_gpu_stage_new(void) { return calloc(1, sizeof(coll_gpu_stage_t)); }
+
+static void *stage_region(coll_gpu_stage_t *st, const void *buf, ptrdiff_t lo, ptrdiff_t hi, bool in, bool out)
+{
+    if (st == NULL || st->error || hi <= lo || !coll_gpu_is_device(buf)) return (void *)buf;
+    if (st->n == COLL_GPU_STAGE_MAX) {
+        st->error = OMPI_ERR_BAD_PARAM;
+        return (void *)buf;
+    }
+    stage_buf_t *b = &st->buf[st->n];
+    b->host = gpucoll_host_alloc((size_t)(hi - lo));
+    if (b->host == NULL) {
+        st->error = coll_gpu_error(GPUCOLL_ERR_NO_MEMORY, "staging a device buffer");
+        return (void *)buf;
+    }
+    b->user = (char *)buf;
+    b->lo = lo;
+    b->hi = hi;
+    b->out_lo = out ? lo : 0;
+    b->out_hi = out ? hi : 0;
+    st->n++;
+    if (in) {
+        gpucoll_status_t s = gpucoll_copy(b->host, b->user + lo, (size_t)(hi - lo));
+        if (s != GPUCOLL_SUCCESS) st->error = coll_gpu_error(s, "copying a device buffer to host");
+    }
+    return b->host - lo;
+}
+
+void *coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *dtype, size_t count, bool in, bool out)
+{
+    ptrdiff_t gap = 0;
+    if (count == 0 || buf == MPI_IN_PLACE) return (void *)buf;
+    ptrdiff_t span = opal_datatype_span(&dtype->super, count, &gap);
+    return stage_region(st, buf, gap, gap + span, in, out);
+}
+
+void *coll_gpu_stage_v(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *dtype, const int *counts,
+                       const int *displs, int n, bool in, bool out)
+{
+    ptrdiff_t lb, extent, gap, lo = PTRDIFF_MAX, hi = PTRDIFF_MIN;
+    if (buf == MPI_IN_PLACE) return (void *)buf;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    for (int i = 0; i < n; i++) {
+        if (counts[i] <= 0) continue;
+        ptrdiff_t span = opal_datatype_span(&dtype->super, (size_t)counts[i], &gap);
+        ptrdiff_t start = (ptrdiff_t)displs[i] * extent + gap;
+        if (start < lo) lo = start;
+        if (start + span > hi) hi = start + span;
+    }
+    return lo < hi ? stage_region(st, buf, lo, hi, in, out) : (void *)buf;
+}
+
+void *coll_gpu_stage_w(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes, const int *counts,
+                       const int *displs, int n, bool in, bool out)
+{
+    ptrdiff_t gap, lo = PTRDIFF_MAX, hi = PTRDIFF_MIN;
+    if (buf == MPI_IN_PLACE) return (void *)buf;
+    for (int i = 0; i < n; i++) {
+        if (counts[i] <= 0) continue;
+        ptrdiff_t span = opal_datatype_span(&dtypes[i]->super, (size_t)counts[i], &gap);
+        ptrdiff_t start = (ptrdiff_t)displs[i] + gap;
+        if (start < lo) lo = start;
+        if (start + span > hi) hi = start + span;
+    }
+    return lo < hi ? stage_region(st, buf, lo, hi, in, out) : (void *)buf;
+}
+
+void coll_gpu_stage_limit_out(coll_gpu_stage_t *st, ompi_datatype_t *dtype, size_t offset, size_t count)
+{
+    if (st == NULL || st->n == 0) return;
+    stage_buf_t *b = &st->buf[st->n - 1];
+    ptrdiff_t lb, extent, gap = 0;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ptrdiff_t span = count ? opal_datatype_span(&dtype->super, count, &gap) : 0;
+    b->out_lo = (ptrdiff_t)offset * extent + gap;
+    b->out_hi = b->out_lo + span;
+}
+
+int coll_gpu_stage_failed(coll_gpu_stage_t *st)
+{
+    if (st == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (!st->error) return OMPI_SUCCESS;
+    int rc = st->error;
+    coll_gpu_stage_release(st, rc);
+    return rc;
+}
+
+int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc)
+{
+    for (int i = 0; i < st->n; i++) {
+        stage_buf_t *b = &st->buf[i];
+        if (rc == OMPI_SUCCESS && b->out_hi > b->out_lo) {
+            gpucoll_status_t s = gpucoll_copy(b->user + b->out_lo, b->host + (b->out_lo - b->lo),
+                                              (size_t)(b->out_hi - b->out_lo));
+            if (s != GPUCOLL_SUCCESS) rc = coll_gpu_error(s, "copying a result back to the device");
+        }
+        gpucoll_host_free(b->host, (size_t)(b->hi - b->lo));
+    }
+    free(st);
+    return rc;
+}
+
+int coll_gpu_stage_finish(coll_gpu_stage_t *st, int rc, ompi_communicator_t *comm, ompi_request_t **request)
+{
+    if (request == NULL || rc != OMPI_SUCCESS) return coll_gpu_stage_release(st, rc);
+    if (st->n == 0) { /* nothing to copy back */
+        free(st);
+        return rc;
+    }
+    return coll_gpu_request_wrap(request, st, comm);
+}

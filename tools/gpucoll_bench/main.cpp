@@ -1,0 +1,410 @@
+// gpucoll-bench: latency and bandwidth of MPI collectives on GPU buffers,
+// through coll/gpu (plain MPI on MPI_COMM_WORLD), through the staged path
+// forced by communicator info, and through NCCL, on the same buffers, with
+// every result checked against a host reference. See docs/benchmark.md.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "collectives.hpp"
+#include "memory.hpp"
+#include "mpi_types.hpp"
+#include "nccl_path.hpp"
+#include "options.hpp"
+#include "report.hpp"
+
+[[noreturn]] void bench_fatal(const char *file, int line, const char *call, const char *msg)
+{
+    int rank = -1, init = 0;
+    MPI_Initialized(&init);
+    if (init) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "gpucoll-bench: rank %d: %s:%d: %s failed: %s\n", rank, file, line, call, msg);
+    std::fflush(stderr);
+    if (init) MPI_Abort(MPI_COMM_WORLD, 1);
+    std::exit(1);
+}
+
+namespace {
+
+enum class Kind { Mpi, Nccl, NcclNoSync };
+
+struct Path {
+    std::string name;
+    Kind kind;
+    MPI_Comm comm;   // for Kind::Mpi
+};
+
+struct Host {        // host staging, each as large as the largest size
+    std::unique_ptr<char[]> send, recv, out, ref;
+    explicit Host(size_t n) : send(new char[n]), recv(new char[n]), out(new char[n]), ref(new char[n]) {}
+};
+
+struct Context {
+    const Options &opt;
+    int rank, nranks;
+    Buffers &buf;
+    Host &host;
+    NcclPath *nccl;
+};
+
+// One blocking call: for NCCL the stream sync is part of it, so the
+// comparison with the (blocking) MPI calls is fair.
+void call_once(const Context &x, const Path &p, const Case &c)
+{
+    if (p.kind == Kind::Mpi) {
+        mpi_run(p.comm, c, x.buf.send(), x.buf.recv());
+    } else {
+        nccl_enqueue(x.nccl, c, x.buf.send(), x.buf.recv());
+        nccl_sync(x.nccl);
+    }
+}
+
+// Loads this case's inputs (and sentinel bytes where results must appear).
+void load_inputs(const Context &x, const Case &c)
+{
+    const size_t es = dtype_size(c.dtype);
+    if (c.send_elems()) x.buf.upload(x.buf.send(), x.host.send.get(), c.send_elems() * es);
+    x.buf.upload(x.buf.recv(), x.host.recv.get(), c.recv_elems() * es);
+}
+
+// Runs the collective once on fresh inputs and counts wrong output elements
+// on this rank (prints the first one to stderr).
+size_t validate(const Context &x, const Path &p, const Case &c)
+{
+    load_inputs(x, c);
+    call_once(x, p, c);
+    const size_t es = dtype_size(c.dtype), n = c.out_elems();
+    if (!x.opt.check || n == 0) return 0;
+    const char *out = static_cast<const char *>(x.buf.recv()) + c.out_offset(p.kind != Kind::Mpi) * es;
+    x.buf.download(x.host.out.get(), out, n * es);
+    if (x.rank == x.opt.corrupt_rank)   // test hook: a wrong result must fail the run
+        dtype_store(c.dtype, x.host.out.get(), n / 2, dtype_load(c.dtype, x.host.out.get(), n / 2) + 1);
+    std::string first;
+    size_t errors = compare_output(c, x.host.out.get(), x.host.ref.get(), &first);
+    if (errors)
+        std::fprintf(stderr, "gpucoll-bench: WRONG RESULT %s %s %s %s path %s: %zu wrong elements; %s\n",
+                     coll_name(c.coll), dtype_name(c.dtype), coll_is_reduction(c.coll) ? op_name(c.op) : "-",
+                     format_size(c.size_bytes()).c_str(), p.name.c_str(), errors, first.c_str());
+    return errors;
+}
+
+// Times one path on one case. Returns this rank's mean seconds per call and
+// the iteration count (the same on every rank, so loops stay matched).
+double time_path(const Context &x, const Path &p, const Case &c, int *iters_out)
+{
+    // In-place reductions would grow their data every call (sums overflow to
+    // inf, and the host path slows on odd values): time them on zeros.
+    if (c.inplace && coll_is_reduction(c.coll)) x.buf.fill_bytes(x.buf.recv(), 0, c.recv_elems() * dtype_size(c.dtype));
+
+    // One call, timed, sets how many fit in the time limit (slowest rank decides).
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double t = MPI_Wtime();
+    call_once(x, p, c);
+    t = MPI_Wtime() - t;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    t = std::max(t, 1e-7);
+    const double limit = x.opt.time_limit;
+    const int warmup = (int)std::min<double>(x.opt.warmup, 0.2 * limit / t);
+    const int iters = (int)std::max(1.0, std::min<double>(x.opt.iters, limit / t));
+    for (int i = 0; i < warmup; i++) call_once(x, p, c);
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+
+    double total = 0;
+    if (p.kind == Kind::NcclNoSync) {
+        // nccl-tests style: calls queue back to back on the stream
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < iters; i++) nccl_enqueue(x.nccl, c, x.buf.send(), x.buf.recv());
+        nccl_sync(x.nccl);
+        total = MPI_Wtime() - t0;
+    } else {
+        // OSU style: time each blocking call, barrier between calls
+        for (int i = 0; i < iters; i++) {
+            double t0 = MPI_Wtime();
+            call_once(x, p, c);
+            total += MPI_Wtime() - t0;
+            MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        }
+    }
+    *iters_out = iters;
+    return total / iters;
+}
+
+// Returns "loaded (coll_gpu_path = auto)" or why not: coll/gpu registers its
+// MCA parameters, visible as MPI_T control variables, when Open MPI loads it.
+std::string coll_gpu_status()
+{
+    int provided, n = 0;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "unknown (no MPI_T)";
+    std::string status = "not loaded: the mpi path is Open MPI's own collectives";
+    MPI_T_cvar_get_num(&n);
+    for (int i = 0; i < n; i++) {
+        char name[256], desc[16], text[256] = "";
+        int name_len = sizeof name, desc_len = sizeof desc, verbosity, bind, scope, count;
+        MPI_Datatype type;
+        MPI_T_enum enumtype;
+        if (MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &type, &enumtype, desc, &desc_len,
+                                &bind, &scope) != MPI_SUCCESS || std::strcmp(name, "coll_gpu_path") != 0)
+            continue;
+        MPI_T_cvar_handle h;
+        if (MPI_T_cvar_handle_alloc(i, nullptr, &h, &count) == MPI_SUCCESS) {
+            if (type == MPI_CHAR && count < (int)sizeof text) {
+                MPI_T_cvar_read(h, text);
+            } else if (type == MPI_INT) {
+                int v = 0, items = 0, len;
+                char item[64];
+                MPI_T_cvar_read(h, &v);
+                std::snprintf(text, sizeof text, "%d", v);
+                if (enumtype != MPI_T_ENUM_NULL) {
+                    len = sizeof item;
+                    MPI_T_enum_get_info(enumtype, &items, item, &len);
+                    for (int j = 0; j < items; j++) {
+                        int value;
+                        len = sizeof item;
+                        if (MPI_T_enum_get_item(enumtype, j, &value, item, &len) == MPI_SUCCESS && value == v)
+                            std::snprintf(text, sizeof text, "%s", item);
+                    }
+                }
+            }
+            MPI_T_cvar_handle_free(&h);
+        }
+        status = std::string("loaded (coll_gpu_path = ") + (text[0] ? text : "?") + ")";
+        break;
+    }
+    MPI_T_finalize();
+    return status;
+}
+
+std::vector<size_t> sweep_sizes(const Options &o)
+{
+    std::vector<size_t> sizes;
+    for (double s = (double)o.min_bytes; s <= (double)o.max_bytes * 1.0000001; s *= o.factor) {
+        size_t v = (size_t)(s + 0.5);
+        if (sizes.empty() || v > sizes.back()) sizes.push_back(v);
+    }
+    return sizes;
+}
+
+// Which GPU each rank uses, gathered on rank 0 for the header.
+std::vector<std::string> describe_ranks(bool device, int dev, MPI_Comm comm, int rank, int nranks)
+{
+    char mine[160];
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    if (device) {
+        cudaDeviceProp prop;
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+        std::snprintf(mine, sizeof mine, "%.40s GPU %d (%.60s, PCI %04x:%02x:%02x)", host, dev, prop.name,
+                      prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+    } else {
+        std::snprintf(mine, sizeof mine, "%.40s host memory", host);
+    }
+    std::vector<char> all(rank == 0 ? sizeof mine * nranks : 1);
+    MPI_CHECK(MPI_Gather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, 0, comm));
+    std::vector<std::string> out;
+    if (rank == 0)
+        for (int r = 0; r < nranks; r++) out.emplace_back(&all[r * sizeof mine]);
+    return out;
+}
+
+void progress(const Options &o, int rank, const std::string &what, double elapsed, bool last)
+{
+    if (rank != 0) return;
+    static const bool tty = isatty(2);
+    if (tty) {
+        std::fprintf(stderr, "\r\033[K[gpucoll-bench %6.1fs] %s", elapsed, what.c_str());
+        if (last) std::fprintf(stderr, "\r\033[K");
+    } else if (elapsed > 5 * o.time_limit && !last) {
+        // logs: one line per size once a sweep has become long
+        std::fprintf(stderr, "[gpucoll-bench %6.1fs] %s\n", elapsed, what.c_str());
+    }
+    std::fflush(stderr);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    MPI_CHECK(MPI_Init(&argc, &argv));
+    int rank, nranks;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    Options opt;
+    int code = 0;
+    if (!parse_options(argc, argv, &opt, rank != 0, &code)) {
+        MPI_Finalize();
+        return code;
+    }
+    if (opt.root >= nranks) {
+        if (rank == 0) std::fprintf(stderr, "gpucoll-bench: --root %d but only %d ranks\n", opt.root, nranks);
+        MPI_Finalize();
+        return 2;
+    }
+
+    // One process per GPU: local rank among the processes of this node.
+    MPI_Comm node;
+    int local_rank, local_size;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_size(node, &local_size);
+
+    // The CUDA runtime is first touched here, after MPI_Init, as coll/gpu expects.
+    const bool device = !opt.host;
+    int ndev = 0, dev = 0;
+    if (device && cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
+    int have_gpu = ndev > 0, all_have_gpu = 0;
+    MPI_CHECK(MPI_Allreduce(&have_gpu, &all_have_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (device && !all_have_gpu) {
+        if (rank == 0) std::printf("gpucoll-bench: no GPU on some rank; skipping (use --host for host buffers)\n");
+        MPI_Finalize();
+        return 77;   // ctest "skipped"
+    }
+    if (device) {
+        dev = local_rank % ndev;
+        CUDA_CHECK(cudaSetDevice(dev));
+    }
+    std::vector<std::string> where = describe_ranks(device, dev, MPI_COMM_WORLD, rank, nranks);
+    bench_mpi_types_init();
+
+    // Path (b): the staged path, forced through communicator info.
+    MPI_Info info;
+    MPI_Comm staged;
+    MPI_CHECK(MPI_Info_create(&info));
+    MPI_CHECK(MPI_Info_set(info, "coll_gpu_path", "staged"));
+    MPI_CHECK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &staged));
+    MPI_Info_free(&info);
+    MPI_Comm_set_errhandler(staged, MPI_ERRORS_RETURN);
+
+    // Path (c): NCCL needs a GPU of its own per rank.
+    std::string nccl_note;
+    bool use_nccl = opt.run_nccl || opt.nccl_nosync;
+    int crowded = device && local_size > ndev, any_crowded = 0;
+    MPI_CHECK(MPI_Allreduce(&crowded, &any_crowded, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (!use_nccl) nccl_note = "off";
+    else if (!device) nccl_note = "off (host buffers)";
+    else if (!nccl_compiled()) nccl_note = "off (built without NCCL)";
+    else if (any_crowded) nccl_note = "off (more ranks than GPUs on a node; NCCL needs one GPU per rank)";
+    if (!nccl_note.empty()) use_nccl = false;
+    NcclPath *nccl = use_nccl ? nccl_create(MPI_COMM_WORLD) : nullptr;
+    if (use_nccl) nccl_note = "NCCL " + nccl_version();
+
+    std::vector<Path> paths;
+    if (opt.run_mpi) paths.push_back({"mpi", Kind::Mpi, MPI_COMM_WORLD});
+    if (opt.run_staged) paths.push_back({"staged", Kind::Mpi, staged});
+    if (use_nccl && opt.run_nccl) paths.push_back({"nccl", Kind::Nccl, MPI_COMM_NULL});
+    if (use_nccl && opt.nccl_nosync) paths.push_back({"nccl-nosync", Kind::NcclNoSync, MPI_COMM_NULL});
+
+    const std::string gpu_status = coll_gpu_status();
+    std::unique_ptr<Report> report;
+    if (rank == 0) {
+        char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len;
+        MPI_Get_library_version(lib, &len);
+        char iterations[128];
+        std::snprintf(iterations, sizeof iterations, "%d timed, %d warm-up, time limit %g s per size and path",
+                      opt.iters, opt.warmup, opt.time_limit);
+        std::string libs(lib);
+        libs = libs.substr(0, libs.find_first_of("\n,"));
+        std::vector<std::pair<std::string, std::string>> meta = {
+            {"gpucoll-bench", "MPI collectives on " + std::string(device ? "device" : "host") + " buffers"},
+            {"ranks", std::to_string(nranks) + " (" + std::to_string(local_size) + " on this node)"},
+            {"mpi", libs},
+            {"coll/gpu", gpu_status},
+            {"nccl", nccl_note},
+            {"iterations", iterations},
+            {"check", opt.check ? "on" : "off"}};
+        std::string cmd;
+        for (int i = 0; i < argc; i++) cmd += (i ? " " : "") + std::string(argv[i]);
+        meta.push_back({"command", cmd});
+        for (int r = 0; r < nranks && r < 16; r++) meta.push_back({"rank " + std::to_string(r), where[r]});
+        report.reset(new Report(opt.csv_file, opt.json_file, meta, !device));
+    }
+
+    Buffers buf(device, opt.max_bytes);
+    Host host(opt.max_bytes);
+    Context x{opt, rank, nranks, buf, host, nccl};
+    const std::vector<size_t> sizes = sweep_sizes(opt);
+    unsigned long long total_errors = 0;
+    const double start = MPI_Wtime();
+
+    for (Coll coll : opt.colls)
+        for (DType dt : opt.dtypes)
+            for (size_t oi = 0; oi < (coll_is_reduction(coll) ? opt.ops.size() : 1); oi++)
+                for (size_t pi = 0; pi < opt.places.size(); pi++) {
+                    if (coll == Coll::Bcast && pi > 0) break;   // bcast has one mode only
+                    bool grouped = false;
+                    for (size_t si = 0; si < sizes.size(); si++) {
+                        Case c;
+                        if (!make_case(coll, dt, opt.ops[oi], opt.places[pi], opt.root, nranks, rank, sizes[si], &c))
+                            continue;   // smaller than one element per rank
+                        if (rank == 0 && !grouped) report->group(c);
+                        grouped = true;
+                        // host inputs: sentinel bytes where outputs go, then this rank's data
+                        std::memset(host.recv.get(), 0x5A, c.recv_elems() * dtype_size(dt));
+                        fill_input(c, host.send.get(), host.recv.get());
+                        if (opt.check) fill_reference(c, host.ref.get());
+
+                        std::vector<Row> rows;
+                        for (const Path &p : paths) {
+                            if (p.kind != Kind::Mpi && !nccl_supports(c)) continue;
+                            progress(opt, rank, std::string(coll_name(coll)) + " " + dtype_name(dt) + " " +
+                                     format_size(c.size_bytes()) + " " + p.name + " (" +
+                                     std::to_string(si + 1) + "/" + std::to_string(sizes.size()) + ")",
+                                     MPI_Wtime() - start, false);
+                            unsigned long long errors = validate(x, p, c), all_errors = 0;
+                            MPI_CHECK(MPI_Allreduce(&errors, &all_errors, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM,
+                                                    MPI_COMM_WORLD));
+                            total_errors += all_errors;
+                            Row r;
+                            r.c = c;
+                            r.path = p.name;
+                            double t = time_path(x, p, c, &r.iters), sum = 0, mn = 0, mx = 0;
+                            MPI_CHECK(MPI_Reduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
+                            MPI_CHECK(MPI_Reduce(&t, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
+                            MPI_CHECK(MPI_Reduce(&t, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+                            r.avg_us = sum / nranks * 1e6;
+                            r.min_us = mn * 1e6;
+                            r.max_us = mx * 1e6;
+                            r.algbw = r.avg_us > 0 ? c.size_bytes() / (r.avg_us * 1e3) : 0;
+                            r.busbw = r.algbw * busbw_factor(coll, nranks);
+                            r.errors = all_errors;
+                            r.valid = !opt.check ? "off" : all_errors ? "FAIL" : "ok";
+                            rows.push_back(r);
+                        }
+                        // ratios on the mpi row: ours over NCCL (the synced one if run) and staged
+                        auto lat = [&](const char *name) {
+                            for (const Row &r : rows) if (r.path == name) return r.avg_us;
+                            return 0.0;
+                        };
+                        double ref_nccl = lat("nccl") > 0 ? lat("nccl") : lat("nccl-nosync");
+                        for (Row &r : rows) {
+                            if (r.path != "mpi") continue;
+                            if (ref_nccl > 0) r.vs_nccl = r.avg_us / ref_nccl;
+                            if (lat("staged") > 0) r.vs_staged = r.avg_us / lat("staged");
+                        }
+                        if (rank == 0) for (const Row &r : rows) report->add(r);
+                    }
+                }
+    progress(opt, rank, "", MPI_Wtime() - start, true);
+    if (rank == 0) {
+        std::printf("#\n# %s: %llu wrong result elements in %.1f s\n", total_errors ? "FAILED" : "all results valid",
+                    total_errors, MPI_Wtime() - start);
+        if (!opt.check) std::printf("# (results were not checked: -c 0)\n");
+        report.reset();   // closes the files
+    }
+
+    nccl_destroy(nccl);
+    MPI_Comm_free(&staged);
+    MPI_Comm_free(&node);
+    bench_mpi_types_free();
+    MPI_Finalize();
+    return total_errors ? 1 : 0;
+}

@@ -1,0 +1,63 @@
+#include "memory.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "check.hpp"
+
+static void *host_alloc(size_t bytes)
+{
+    void *p = std::malloc(bytes ? bytes : 1);
+    if (!p) bench_fatal(__FILE__, __LINE__, "malloc", "out of host memory");
+    return p;
+}
+
+Buffers::Buffers(bool device, size_t bytes) : device_(device), bytes_(bytes)
+{
+    if (device_) {
+        CUDA_CHECK(cudaMalloc(&send_, bytes ? bytes : 1));
+        CUDA_CHECK(cudaMalloc(&recv_, bytes ? bytes : 1));
+    } else {
+        send_ = host_alloc(bytes);
+        recv_ = host_alloc(bytes);
+    }
+}
+
+Buffers::~Buffers()
+{
+    if (device_) {
+        cudaFree(send_);
+        cudaFree(recv_);
+    } else {
+        std::free(send_);
+        std::free(recv_);
+    }
+}
+
+void Buffers::upload(void *dst, const void *host_src, size_t bytes) const
+{
+    if (device_) {
+        CUDA_CHECK(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice));
+        // A pageable H2D cudaMemcpy may return before the DMA lands; the
+        // collective that reads it may run on another stream.
+        CUDA_CHECK(cudaDeviceSynchronize());
+    } else {
+        std::memcpy(dst, host_src, bytes);
+    }
+}
+
+void Buffers::download(void *host_dst, const void *src, size_t bytes) const
+{
+    if (device_) CUDA_CHECK(cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost));
+    else std::memcpy(host_dst, src, bytes);
+}
+
+void Buffers::fill_bytes(void *dst, int byte, size_t bytes) const
+{
+    if (device_) {
+        CUDA_CHECK(cudaMemset(dst, byte, bytes));
+        CUDA_CHECK(cudaDeviceSynchronize());   // cudaMemset is asynchronous
+    } else {
+        std::memset(dst, byte, bytes);
+    }
+}

@@ -1,0 +1,28 @@
+// The benchmark's two buffers (send, recv): device memory, or host memory
+// with --host. Host staging copies go through upload()/download().
+#pragma once
+
+#include <cstddef>
+
+class Buffers {
+public:
+    Buffers(bool device, size_t bytes);   // both buffers get `bytes`
+    ~Buffers();
+    Buffers(const Buffers &) = delete;
+    Buffers &operator=(const Buffers &) = delete;
+
+    bool device() const { return device_; }
+    void *send() const { return send_; }
+    void *recv() const { return recv_; }
+    size_t bytes() const { return bytes_; }
+
+    void upload(void *dst, const void *host_src, size_t bytes) const;
+    void download(void *host_dst, const void *src, size_t bytes) const;
+    void fill_bytes(void *dst, int byte, size_t bytes) const;
+
+private:
+    bool device_;
+    size_t bytes_;
+    void *send_ = nullptr;
+    void *recv_ = nullptr;
+};
