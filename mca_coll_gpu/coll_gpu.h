@@ -29,6 +29,7 @@ typedef struct mca_coll_gpu_component_t {
     int priority;
     int verbose;
     bool enable;
+    bool select_without_gpu; /* tests: stay selected with no driver, pass everything through */
     int output;              /* opal_output stream, verbosity = verbose */
     gpucoll_config_t config; /* what the core reads */
 } mca_coll_gpu_component_t;

@@ -82,6 +82,11 @@ static int gpu_register(void)
                                           "Enable coll/gpu (false: it never selects itself)",
                                           MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2,
                                           MCA_BASE_VAR_SCOPE_READONLY, &c->enable);
+    (void)mca_base_component_var_register(&c->super.collm_version, "select_without_gpu",
+                                          "Stay selected on machines with no GPU driver, passing every call "
+                                          "through (for testing selection and host behaviour without a GPU)",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &c->select_without_gpu);
     reg_enum("path", "How device-buffer collectives run: auto (peer-to-peer GPU kernels where every rank of "
                      "the communicator shares a node and has device buffers, else staged), staged (always copy "
                      "through host memory and run the displaced host algorithm), ipc (same as auto). A "

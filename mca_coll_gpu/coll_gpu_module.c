@@ -15,6 +15,11 @@ int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_thread
     }
     /* No driver, no device memory: stepping aside costs nothing and is always right. */
     if (!gpucoll_driver_present()) {
+        if (mca_coll_gpu_component.select_without_gpu) {
+            COLL_GPU_VERBOSE(10, "no GPU driver in this process; selected anyway (select_without_gpu), "
+                                 "every call passes through");
+            return OMPI_SUCCESS;
+        }
         COLL_GPU_VERBOSE(10, "stepping aside: no GPU driver (libcuda) could be loaded in this process");
         return OMPI_ERR_NOT_AVAILABLE;
     }
@@ -85,7 +90,7 @@ static bool team_eligible(ompi_communicator_t *comm)
 {
     const gpucoll_config_t *cfg = &mca_coll_gpu_component.config;
     int size = ompi_comm_size(comm);
-    if (cfg->path == GPUCOLL_PATH_STAGED || size < 2) return false;
+    if (cfg->path == GPUCOLL_PATH_STAGED || size < 2 || !gpucoll_driver_present()) return false;
     if (size > cfg->max_peers) {
         COLL_GPU_VERBOSE(10, "%s: %d ranks exceed max_peers=%d, device buffers will be staged", comm->c_name, size,
                          cfg->max_peers);
