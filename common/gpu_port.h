@@ -244,31 +244,36 @@ int gpu_port_driver_present(void)
 
 int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info)
 {
-    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                   CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
+    /* The kind first, in a call whose attributes every driver knows ... */
+    CUpointer_attribute kind_attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     unsigned int mem_type = 0, is_managed = 0;
     int ordinal = -1;
-    unsigned long long buffer_id = 0;
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    unsigned char ipc = 0;
-    void *data[] = {&mem_type, &is_managed, &ordinal, &buffer_id, &base, &size, &ipc};
+    void *kind_data[] = {&mem_type, &is_managed, &ordinal};
 
     memset(info, 0, sizeof *info);
     info->device = -1;
     if (ptr == NULL || !gpu_port_driver_present()) return 0;
     /* CUDA_ERROR_NOT_INITIALIZED: nobody in this process uses CUDA yet. */
-    if (gpu_port_get_attrs(7, attrs, data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS) return 0;
+    if (gpu_port_get_attrs(3, kind_attrs, kind_data, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS) return 0;
     if (is_managed) info->kind = GPU_PORT_MEM_MANAGED;
     else if (mem_type == CU_MEMORYTYPE_DEVICE) info->kind = GPU_PORT_MEM_DEVICE;
     else return 0;
     info->device = ordinal;
-    info->buffer_id = buffer_id;
-    info->base = (void *)(uintptr_t)base;
-    info->size = size;
-    info->ipc_capable = ipc != 0 && !is_managed;
+
+    /* ... then the details, which older drivers may not all answer. */
+    CUpointer_attribute detail_attrs[] = {CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                          CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    unsigned long long buffer_id = 0;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    void *detail_data[] = {&buffer_id, &base, &size};
+    if (gpu_port_get_attrs(3, detail_attrs, detail_data, (CUdeviceptr)(uintptr_t)ptr) == CUDA_SUCCESS) {
+        info->buffer_id = buffer_id;
+        info->base = (void *)(uintptr_t)base;
+        info->size = size;
+    }
+    info->ipc_capable = !is_managed;
     return 0;
 }
 #endif
