@@ -71,7 +71,7 @@ static void float16_sum(void *invec, void *inoutvec, int *len, MPI_Datatype *typ
 static void report(const char *what, long wrong)
 {
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
-    if (g_rank == 0) printf("  %-58s %s\n", what, wrong ? "WRONG" : "ok");
+    if (g_rank == 0) printf("  %-66s %s\n", what, wrong ? "WRONG" : "ok");
     if (wrong) g_failures++;
 }
 

@@ -48,7 +48,8 @@ gpucoll_status_t load_live_topology(Topology *out)
     HwlocHandle hw;
     if (hwloc_topology_init(hw.init_slot()) != 0)
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "hwloc_topology_init failed: %s", std::strerror(errno));
-    /* "Important" I/O is enough: GPUs, NICs and the bridges above them. */
+    /* "Important" I/O is enough: GPUs, NICs and the bridges above them
+     * (hwloc 2.9 also keeps the NVSwitches its NVML plugin links GPUs to). */
     hwloc_topology_set_io_types_filter(hw.get(), HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     /* The OpenCL plugin creates contexts on every device and the GL plugin
      * probes X displays (it can hang on a stale DISPLAY); neither tells us

@@ -33,6 +33,7 @@ Transfer::Transfer(Worker &worker, TrafficCounters &counters, const Spec &spec)
 Transfer::~Transfer()
 {
     if (started_) worker_.remove_live(this);
+    withdraw();
     RegistrationCache &rcache = worker_.rcache();
     for (Slot &s : slots_) {
         rcache.release(&s.bounce_registration);
@@ -40,6 +41,22 @@ Transfer::~Transfer()
         if (s.lane >= 0) spec_.copier->release_lane(s.lane);
     }
     rcache.release(&registration_);
+}
+
+Worker::WireKey Transfer::wire_key() const
+{
+    return Worker::WireKey(int(spec_.dir), spec_.peer->rank, spec_.tag);
+}
+
+bool Transfer::my_wire_turn() { return in_wire_queue_ && worker_.wire_turn(wire_key(), this); }
+
+void Transfer::posted_one()
+{
+    ++next_wire_;
+    if (next_wire_ == nchunks_ && in_wire_queue_) {
+        worker_.wire_leave(wire_key(), this);
+        in_wire_queue_ = false;
+    }
 }
 
 size_t Transfer::chunk_len(size_t chunk) const
@@ -67,6 +84,8 @@ gpucoll_status_t Transfer::start()
     }
     started_ = true;
     worker_.add_live(this);
+    worker_.wire_enqueue(wire_key(), this);
+    in_wire_queue_ = true;
     advance();
     return GPUCOLL_SUCCESS;
 }
@@ -123,12 +142,12 @@ bool Transfer::advance_send()
             }
         }
         /* Post in chunk order: the receiver matches chunks by order. */
-        while (next_wire_ < next_copy_) {
+        while (next_wire_ < next_copy_ && my_wire_turn()) {
             Slot &s = slot_of(next_wire_);
             if (s.state != Slot::State::Copied) break;
             if (!post_send(s, s.bounce, chunk_len(next_wire_), s.bounce_registration.memh(), UCS_MEMORY_TYPE_HOST))
                 return true;
-            ++next_wire_;
+            posted_one();
             moved = true;
         }
         while (next_copy_ < nchunks_) {
@@ -144,13 +163,13 @@ bool Transfer::advance_send()
             moved = true;
         }
     } else {
-        while (next_wire_ < nchunks_) {
+        while (next_wire_ < nchunks_ && my_wire_turn()) {
             Slot &s = slot_of(next_wire_);
             if (s.state != Slot::State::Free) break;
             s.chunk = next_wire_;
             if (!post_send(s, chunk_ptr(next_wire_), chunk_len(next_wire_), registration_.memh(), spec_.mem_type))
                 return true;
-            ++next_wire_;
+            posted_one();
             moved = true;
         }
     }
@@ -168,29 +187,8 @@ bool Transfer::advance_recv()
         if (st == UCS_INPROGRESS) continue;
         ucp_request_free(s.request);
         s.request = nullptr;
-        s.state = Slot::State::Free;
         moved = true;
-        if (st != UCS_OK) {
-            fail_ucx(st, "receive");
-            return true;
-        }
-        if (info.length != chunk_len(s.chunk)) {
-            char what[160];
-            snprintf(what, sizeof what, ": message size mismatch, chunk %zu has %zu bytes instead of %zu", s.chunk,
-                     info.length, chunk_len(s.chunk));
-            fail(GPUCOLL_ERR_INVALID, describe() + what);
-            return true;
-        }
-        if (!staged) {
-            chunk_done(s.chunk);
-            continue;
-        }
-        gpucoll_status_t cst = spec_.copier->start_copy(s.lane, chunk_ptr(s.chunk), s.bounce, chunk_len(s.chunk));
-        if (cst != GPUCOLL_SUCCESS) {
-            fail(cst, describe() + ": " + gpucoll_last_error());
-            return true;
-        }
-        s.state = Slot::State::Copying;
+        if (!recv_landed(s, st, info.length)) return true;
     }
     if (staged) {
         for (Slot &s : slots_) {
@@ -208,7 +206,7 @@ bool Transfer::advance_recv()
             }
         }
     }
-    while (next_wire_ < nchunks_) {
+    while (next_wire_ < nchunks_ && my_wire_turn()) {
         Slot &s = slot_of(next_wire_);
         if (s.state != Slot::State::Free) break;
         s.chunk = next_wire_;
@@ -217,7 +215,7 @@ bool Transfer::advance_recv()
                              : post_recv(s, chunk_ptr(next_wire_), chunk_len(next_wire_), registration_.memh(),
                                          spec_.mem_type);
         if (!posted) return true;
-        ++next_wire_;
+        posted_one();
         moved = true;
     }
     return moved;
@@ -261,13 +259,51 @@ bool Transfer::post_recv(Slot &slot, void *ptr, size_t len, ucp_mem_h memh, ucs_
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
         param.memh = memh;
     }
+    /* Always get a request back: a message already waiting in the
+     * unexpected queue would otherwise complete on the spot (NULL return),
+     * and UCX 1.13 does not report its length through recv_info then, which
+     * the size check below needs. */
+    param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     ucs_status_ptr_t req = ucp_tag_recv_nbx(worker_.handle(), ptr, len, spec_.tag, kTagMaskAll, &param);
     if (UCS_PTR_IS_ERR(req)) {
         fail_ucx(UCS_PTR_STATUS(req), "ucp_tag_recv_nbx");
         return false;
     }
+    if (req == nullptr) {
+        fail(GPUCOLL_ERR_INTERNAL, describe() + ": ucp_tag_recv_nbx completed in place despite NO_IMM_CMPL");
+        return false;
+    }
     slot.request = req;
     slot.state = Slot::State::OnWire;
+    return true;
+}
+
+bool Transfer::recv_landed(Slot &s, ucs_status_t status, size_t length)
+{
+    s.state = Slot::State::Free;
+    if (status != UCS_OK) {
+        fail_ucx(status, "receive");
+        return false;
+    }
+    if (length != chunk_len(s.chunk)) {
+        char what[160];
+        snprintf(what, sizeof what, ": message size mismatch, chunk %zu has %zu bytes instead of %zu", s.chunk,
+                 length, chunk_len(s.chunk));
+        fail(GPUCOLL_ERR_INVALID, describe() + what);
+        return false;
+    }
+    if (spec_.route == Route::Direct) {
+        chunk_done(s.chunk);
+        return true;
+    }
+    /* Staged: the chunk is in the bounce buffer; copy it to its place while
+     * the next chunks keep arriving. */
+    gpucoll_status_t st = spec_.copier->start_copy(s.lane, chunk_ptr(s.chunk), s.bounce, chunk_len(s.chunk));
+    if (st != GPUCOLL_SUCCESS) {
+        fail(st, describe() + ": " + gpucoll_last_error());
+        return false;
+    }
+    s.state = Slot::State::Copying;
     return true;
 }
 
@@ -306,6 +342,13 @@ void Transfer::fail(gpucoll_status_t status, std::string reason)
 void Transfer::fail_ucx(ucs_status_t status, const char *what)
 {
     fail(status_from_ucs(status), describe() + ": " + what + " failed: " + ucs_status_string(status));
+}
+
+void Transfer::withdraw()
+{
+    if (!in_wire_queue_) return;
+    worker_.wire_leave(wire_key(), this);
+    in_wire_queue_ = false;
 }
 
 void Transfer::cancel_receives()

@@ -29,6 +29,7 @@
 
 #include "gpucoll_status.h"
 #include "registration_cache.h"
+#include "ucx_worker.h"
 
 namespace gpucoll_ucx {
 
@@ -102,6 +103,8 @@ public:
     void fail(gpucoll_status_t status, std::string reason);
 
     /* ---- abort support (group.cpp) ---- */
+    /* Gives up its place in the wire order (see Worker::wire_turn). */
+    void withdraw();
     void cancel_receives();
     bool has_sends_on_wire() const;
     /* Frees UCX requests that have completed (any status); true when none
@@ -125,10 +128,19 @@ private:
     bool advance_recv();
     bool post_send(Slot &slot, void *ptr, size_t len, ucp_mem_h memh, ucs_memory_type_t type);
     bool post_recv(Slot &slot, void *ptr, size_t len, ucp_mem_h memh, ucs_memory_type_t type);
+    /* A receive finished (status from UCX): check the size, then either the
+     * chunk is done or (staged) its copy out of the bounce buffer starts.
+     * False if the transfer failed. */
+    bool recv_landed(Slot &slot, ucs_status_t status, size_t length);
     void chunk_done(size_t chunk);
     void fail_ucx(ucs_status_t status, const char *what);
     Slot &slot_of(size_t chunk) { return slots_[chunk % slots_.size()]; }
+    /* May this transfer post its next chunk (see Worker::wire_turn)? */
+    bool my_wire_turn();
+    /* Called after each post: leaves the wire queue after the last chunk. */
+    void posted_one();
     size_t chunk_len(size_t chunk) const;
+    Worker::WireKey wire_key() const;
     char *chunk_ptr(size_t chunk) const { return spec_.buf + chunk * spec_.chunk_bytes; }
 
     Worker &worker_;
@@ -138,6 +150,7 @@ private:
     gpucoll_status_t status_ = GPUCOLL_SUCCESS;
     std::string error_;
     bool started_ = false;
+    bool in_wire_queue_ = false;
     size_t nchunks_ = 1;
     size_t next_copy_ = 0;  /* staged send: next chunk to copy out */
     size_t next_wire_ = 0;  /* next chunk to post to UCX */

@@ -130,6 +130,22 @@ void Worker::remove_live(Transfer *t)
     }
 }
 
+bool Worker::wire_turn(const WireKey &key, const Transfer *t) const
+{
+    auto it = wire_queues_.find(key);
+    return it != wire_queues_.end() && !it->second.empty() && it->second.front() == t;
+}
+
+void Worker::wire_leave(const WireKey &key, Transfer *t)
+{
+    auto it = wire_queues_.find(key);
+    if (it == wire_queues_.end()) return;
+    auto &queue = it->second;
+    auto pos = std::find(queue.begin(), queue.end(), t);
+    if (pos != queue.end()) queue.erase(pos);
+    if (queue.empty()) wire_queues_.erase(it);
+}
+
 bool Worker::claim_group_id(int id)
 {
     uint8_t &byte = group_ids_[id / 8];

@@ -16,7 +16,10 @@
 #include <ucp/api/ucp.h>
 
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <mutex>
 #include <vector>
 
@@ -55,6 +58,16 @@ public:
     void add_live(Transfer *t);
     void remove_live(Transfer *t);
 
+    /* Wire order. UCX matches equal tags in posting order, so of several
+     * transfers with the same (direction, peer, tag), only the oldest may
+     * post chunks; the next one starts when it has posted its last chunk.
+     * Otherwise the chunks of two messages could interleave, or a staged
+     * chunk whose copy finished early could overtake an earlier message. */
+    using WireKey = std::tuple<int, int, uint64_t>; /* direction, peer, tag */
+    void wire_enqueue(const WireKey &key, Transfer *t) { wire_queues_[key].push_back(t); }
+    bool wire_turn(const WireKey &key, const Transfer *t) const;
+    void wire_leave(const WireKey &key, Transfer *t);
+
     RegistrationCache &rcache() { return *rcache_; }
     StagingCopier &host_copier() { return *host_copier_; }
     StagingCopier &gpu_copier() { return *gpu_copier_; }
@@ -78,6 +91,7 @@ private:
     std::unique_ptr<RegistrationCache> rcache_;
     std::unique_ptr<StagingCopier> host_copier_, gpu_copier_;
     std::vector<Transfer *> live_;
+    std::map<WireKey, std::deque<Transfer *>> wire_queues_;
     GroupIdBitmap group_ids_ = GroupIdBitmap(kMaxGroups / 8, 0);
 };
 

@@ -142,7 +142,10 @@ std::string coll_gpu_status()
 {
     int provided, n = 0;
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "unknown (no MPI_T)";
-    std::string status = "not loaded: the mpi path is Open MPI's own collectives";
+    // Open MPI unloads a coll component that declines (coll/gpu does on a
+    // machine without GPU) and its variables go with it.
+    std::string status = "not loaded (not on the component path, excluded, or declined: no GPU?); "
+                         "the mpi path is Open MPI's own collectives";
     MPI_T_cvar_get_num(&n);
     for (int i = 0; i < n; i++) {
         char name[256], desc[16], text[256] = "";
@@ -213,15 +216,16 @@ std::vector<std::string> describe_ranks(bool device, int dev, MPI_Comm comm, int
     return out;
 }
 
-void progress(const Options &o, int rank, const std::string &what, double elapsed, bool last)
+// Rank 0, stderr: a line rewritten in place on a terminal; in a log, one line
+// per size once the sweep has run for a while (short sweeps stay quiet).
+void progress(const Options &o, int rank, const std::string &what, double elapsed, bool first_path, bool last)
 {
     if (rank != 0) return;
     static const bool tty = isatty(2);
     if (tty) {
         std::fprintf(stderr, "\r\033[K[gpucoll-bench %6.1fs] %s", elapsed, what.c_str());
         if (last) std::fprintf(stderr, "\r\033[K");
-    } else if (elapsed > 5 * o.time_limit && !last) {
-        // logs: one line per size once a sweep has become long
+    } else if (elapsed > 5 * o.time_limit && first_path && !last) {
         std::fprintf(stderr, "[gpucoll-bench %6.1fs] %s\n", elapsed, what.c_str());
     }
     std::fflush(stderr);
@@ -291,7 +295,7 @@ int main(int argc, char **argv)
     if (!use_nccl) nccl_note = "off";
     else if (!device) nccl_note = "off (host buffers)";
     else if (!nccl_compiled()) nccl_note = "off (built without NCCL)";
-    else if (any_crowded) nccl_note = "off (more ranks than GPUs on a node; NCCL needs one GPU per rank)";
+    else if (any_crowded) nccl_note = "off (more ranks than GPUs on a node: NCCL needs one GPU per rank)";
     if (!nccl_note.empty()) use_nccl = false;
     NcclPath *nccl = use_nccl ? nccl_create(MPI_COMM_WORLD) : nullptr;
     if (use_nccl) nccl_note = "NCCL " + nccl_version();
@@ -356,9 +360,10 @@ int main(int argc, char **argv)
                         for (const Path &p : paths) {
                             if (p.kind != Kind::Mpi && !nccl_supports(c)) continue;
                             progress(opt, rank, std::string(coll_name(coll)) + " " + dtype_name(dt) + " " +
-                                     format_size(c.size_bytes()) + " " + p.name + " (" +
+                                     (coll_is_reduction(coll) ? std::string(op_name(c.op)) + " " : "") +
+                                     (c.inplace ? "in-place " : "") + format_size(c.size_bytes()) + " " + p.name + " (" +
                                      std::to_string(si + 1) + "/" + std::to_string(sizes.size()) + ")",
-                                     MPI_Wtime() - start, false);
+                                     MPI_Wtime() - start, &p == &paths.front(), false);
                             unsigned long long errors = validate(x, p, c), all_errors = 0;
                             MPI_CHECK(MPI_Allreduce(&errors, &all_errors, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM,
                                                     MPI_COMM_WORLD));
@@ -393,7 +398,7 @@ int main(int argc, char **argv)
                         if (rank == 0) for (const Row &r : rows) report->add(r);
                     }
                 }
-    progress(opt, rank, "", MPI_Wtime() - start, true);
+    progress(opt, rank, "", MPI_Wtime() - start, false, true);
     if (rank == 0) {
         std::printf("#\n# %s: %llu wrong result elements in %.1f s\n", total_errors ? "FAILED" : "all results valid",
                     total_errors, MPI_Wtime() - start);

@@ -140,7 +140,7 @@ bool print_plan(std::FILE *out, const Topology &topo, int nodes, int ranks_per_n
     }
     std::fprintf(out, "Plan: %d host(s) x %d rank(s) per host, %d virtual node(s) per host\n", nodes,
                  ranks_per_node, virtual_nodes);
-    std::fprintf(out, "  nodes: %zu  uniform: %s  ranks sharing a GPU: %s\n", plan.nodes.size(),
+    std::fprintf(out, "  nodes: %zu  uniform: %s  GPU shared within a node: %s\n", plan.nodes.size(),
                  plan.uniform ? "yes" : "no", plan.gpu_shared ? "yes" : "no");
     for (size_t n = 0; n < plan.nodes.size(); ++n) {
         const std::vector<int> &members = plan.nodes[n];
