@@ -60,7 +60,10 @@ void *coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *dty
     ptrdiff_t gap = 0;
     if (count == 0 || buf == MPI_IN_PLACE) return (void *)buf;
     ptrdiff_t span = opal_datatype_span(&dtype->super, count, &gap);
-    return stage_region(st, buf, gap, gap + span, in, out);
+    /* Copying back a span with holes must not overwrite the holes with
+     * whatever the host copy held there: bring them in first. */
+    bool holes = !ompi_datatype_is_contiguous_memory_layout(dtype, count);
+    return stage_region(st, buf, gap, gap + span, in || (out && holes), out);
 }
 
 void *coll_gpu_stage_v(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *dtype, const int *counts,
@@ -76,7 +79,8 @@ void *coll_gpu_stage_v(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *d
         if (start < lo) lo = start;
         if (start + span > hi) hi = start + span;
     }
-    return lo < hi ? stage_region(st, buf, lo, hi, in, out) : (void *)buf;
+    /* Blocks may leave gaps (or hold holes) that the copy back must preserve. */
+    return lo < hi ? stage_region(st, buf, lo, hi, in || out, out) : (void *)buf;
 }
 
 void *coll_gpu_stage_w(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes, const int *counts,
@@ -91,7 +95,7 @@ void *coll_gpu_stage_w(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *c
         if (start < lo) lo = start;
         if (start + span > hi) hi = start + span;
     }
-    return lo < hi ? stage_region(st, buf, lo, hi, in, out) : (void *)buf;
+    return lo < hi ? stage_region(st, buf, lo, hi, in || out, out) : (void *)buf;
 }
 
 void coll_gpu_stage_limit_out(coll_gpu_stage_t *st, ompi_datatype_t *dtype, size_t offset, size_t count)

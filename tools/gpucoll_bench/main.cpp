@@ -231,6 +231,53 @@ void progress(const Options &o, int rank, const std::string &what, double elapse
     std::fflush(stderr);
 }
 
+// Everything for one case at one size: inputs, reference, then each path
+// validated and timed. Returns the rows (complete on rank 0).
+std::vector<Row> measure_size(const Context &x, const std::vector<Path> &paths, const Case &c,
+                              const std::string &label, double start, unsigned long long *total_errors)
+{
+    // host inputs: sentinel bytes where outputs go, then this rank's data
+    std::memset(x.host.recv.get(), 0x5A, c.recv_elems() * dtype_size(c.dtype));
+    fill_input(c, x.host.send.get(), x.host.recv.get());
+    if (x.opt.check) fill_reference(c, x.host.ref.get());
+
+    std::vector<Row> rows;
+    for (const Path &p : paths) {
+        if (p.kind != Kind::Mpi && !nccl_supports(c)) continue;
+        progress(x.opt, x.rank, label + " " + p.name, MPI_Wtime() - start, &p == &paths.front(), false);
+        unsigned long long errors = validate(x, p, c), all_errors = 0;
+        MPI_CHECK(MPI_Allreduce(&errors, &all_errors, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+        *total_errors += all_errors;
+        Row r;
+        r.c = c;
+        r.path = p.name;
+        double t = time_path(x, p, c, &r.iters), sum = 0, mn = 0, mx = 0;
+        MPI_CHECK(MPI_Reduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Reduce(&t, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Reduce(&t, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+        r.avg_us = sum / x.nranks * 1e6;
+        r.min_us = mn * 1e6;
+        r.max_us = mx * 1e6;
+        r.algbw = r.avg_us > 0 ? c.size_bytes() / (r.avg_us * 1e3) : 0;
+        r.busbw = r.algbw * busbw_factor(c.coll, x.nranks);
+        r.errors = all_errors;
+        r.valid = !x.opt.check ? "off" : all_errors ? "FAIL" : "ok";
+        rows.push_back(r);
+    }
+    // ratios on the mpi row: ours over NCCL (the synced one if run) and staged
+    auto lat = [&](const char *name) {
+        for (const Row &r : rows) if (r.path == name) return r.avg_us;
+        return 0.0;
+    };
+    const double nccl = lat("nccl") > 0 ? lat("nccl") : lat("nccl-nosync"), staged = lat("staged");
+    for (Row &r : rows) {
+        if (r.path != "mpi") continue;
+        if (nccl > 0) r.vs_nccl = r.avg_us / nccl;
+        if (staged > 0) r.vs_staged = r.avg_us / staged;
+    }
+    return rows;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -351,50 +398,11 @@ int main(int argc, char **argv)
                             continue;   // smaller than one element per rank
                         if (rank == 0 && !grouped) report->group(c);
                         grouped = true;
-                        // host inputs: sentinel bytes where outputs go, then this rank's data
-                        std::memset(host.recv.get(), 0x5A, c.recv_elems() * dtype_size(dt));
-                        fill_input(c, host.send.get(), host.recv.get());
-                        if (opt.check) fill_reference(c, host.ref.get());
-
-                        std::vector<Row> rows;
-                        for (const Path &p : paths) {
-                            if (p.kind != Kind::Mpi && !nccl_supports(c)) continue;
-                            progress(opt, rank, std::string(coll_name(coll)) + " " + dtype_name(dt) + " " +
-                                     (coll_is_reduction(coll) ? std::string(op_name(c.op)) + " " : "") +
-                                     (c.inplace ? "in-place " : "") + format_size(c.size_bytes()) + " " + p.name + " (" +
-                                     std::to_string(si + 1) + "/" + std::to_string(sizes.size()) + ")",
-                                     MPI_Wtime() - start, &p == &paths.front(), false);
-                            unsigned long long errors = validate(x, p, c), all_errors = 0;
-                            MPI_CHECK(MPI_Allreduce(&errors, &all_errors, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM,
-                                                    MPI_COMM_WORLD));
-                            total_errors += all_errors;
-                            Row r;
-                            r.c = c;
-                            r.path = p.name;
-                            double t = time_path(x, p, c, &r.iters), sum = 0, mn = 0, mx = 0;
-                            MPI_CHECK(MPI_Reduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
-                            MPI_CHECK(MPI_Reduce(&t, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
-                            MPI_CHECK(MPI_Reduce(&t, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-                            r.avg_us = sum / nranks * 1e6;
-                            r.min_us = mn * 1e6;
-                            r.max_us = mx * 1e6;
-                            r.algbw = r.avg_us > 0 ? c.size_bytes() / (r.avg_us * 1e3) : 0;
-                            r.busbw = r.algbw * busbw_factor(coll, nranks);
-                            r.errors = all_errors;
-                            r.valid = !opt.check ? "off" : all_errors ? "FAIL" : "ok";
-                            rows.push_back(r);
-                        }
-                        // ratios on the mpi row: ours over NCCL (the synced one if run) and staged
-                        auto lat = [&](const char *name) {
-                            for (const Row &r : rows) if (r.path == name) return r.avg_us;
-                            return 0.0;
-                        };
-                        double ref_nccl = lat("nccl") > 0 ? lat("nccl") : lat("nccl-nosync");
-                        for (Row &r : rows) {
-                            if (r.path != "mpi") continue;
-                            if (ref_nccl > 0) r.vs_nccl = r.avg_us / ref_nccl;
-                            if (lat("staged") > 0) r.vs_staged = r.avg_us / lat("staged");
-                        }
+                        const std::string label = std::string(coll_name(coll)) + " " + dtype_name(dt) + " " +
+                            (coll_is_reduction(coll) ? std::string(op_name(c.op)) + " " : "") +
+                            (c.inplace ? "in-place " : "") + format_size(c.size_bytes()) + " (" +
+                            std::to_string(si + 1) + "/" + std::to_string(sizes.size()) + ")";
+                        std::vector<Row> rows = measure_size(x, paths, c, label, start, &total_errors);
                         if (rank == 0) for (const Row &r : rows) report->add(r);
                     }
                 }
