@@ -3,6 +3,7 @@
 #include "coll_gpu.h"
 
 #include "ompi/group/group.h"
+#include "ompi/proc/proc.h"
 #include "opal/util/info.h"
 
 int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_threads)
@@ -96,9 +97,14 @@ static bool team_eligible(ompi_communicator_t *comm)
                          cfg->max_peers);
         return false;
     }
-    if (ompi_group_have_remote_peers(comm->c_local_group)) {
-        COLL_GPU_VERBOSE(10, "%s spans nodes: device buffers will be staged", comm->c_name);
-        return false;
+    /* Look each peer up (ompi_group_have_remote_peers counts procs not yet
+     * instantiated as remote, which would turn the team off needlessly). */
+    for (int r = 0; r < size; r++) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, r);
+        if (proc != ompi_proc_local() && (proc == NULL || !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags))) {
+            COLL_GPU_VERBOSE(10, "%s spans nodes: device buffers will be staged", comm->c_name);
+            return false;
+        }
     }
     return true;
 }
