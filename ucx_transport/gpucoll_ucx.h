@@ -108,10 +108,11 @@ typedef struct gpucoll_ucx_group gpucoll_ucx_group_t;
 gpucoll_status_t gpucoll_ucx_group_create(const gpucoll_ucx_config_t *cfg, const gpucoll_oob_t *oob,
                                           gpucoll_ucx_group_t **group);
 
-/* Local (not collective): flushes and closes the endpoints (each wait bounded
- * by the timeout) and releases the worker when the last group goes. Peers
- * should be done with this group (e.g. after a barrier): a peer still
- * waiting on us sees an endpoint error. NULL is accepted. */
+/* Local (not collective) and never waits on a peer: aborts what is still
+ * pending, gives UCX a short bounded flush (100 ms) and force-closes the
+ * endpoints; releases the worker when the last group goes. Call it when the
+ * peers are done with this group (e.g. after a barrier): a peer still
+ * waiting on us sees an endpoint error or its timeout. NULL is accepted. */
 gpucoll_status_t gpucoll_ucx_group_destroy(gpucoll_ucx_group_t *group);
 
 int gpucoll_ucx_group_rank(const gpucoll_ucx_group_t *group);

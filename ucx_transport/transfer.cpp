@@ -153,7 +153,8 @@ bool Transfer::advance_send()
         while (next_copy_ < nchunks_) {
             Slot &s = slot_of(next_copy_);
             if (s.state != Slot::State::Free) break;
-            gpucoll_status_t st = spec_.copier->start_copy(s.lane, s.bounce, chunk_ptr(next_copy_), chunk_len(next_copy_));
+            gpucoll_status_t st =
+                spec_.copier->start_copy(s.lane, s.bounce, chunk_ptr(next_copy_), chunk_len(next_copy_));
             if (st != GPUCOLL_SUCCESS) {
                 fail(st, describe() + ": " + gpucoll_last_error());
                 return true;

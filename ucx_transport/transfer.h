@@ -17,6 +17,10 @@
  *    a bounce buffer; when it lands, copy it to the buffer while chunk i+1
  *    is being received. Chunks are always posted in order.
  *
+ * Transfers with the same (direction, peer, tag) post their chunks one
+ * transfer after the other, oldest first (Worker::wire_turn), so that their
+ * chunks never interleave on the wire.
+ *
  * advance() never blocks; the worker calls it for every live transfer. */
 #ifndef GPUCOLL_UCX_TRANSFER_H
 #define GPUCOLL_UCX_TRANSFER_H

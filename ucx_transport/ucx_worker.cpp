@@ -31,7 +31,8 @@ gpucoll_status_t Worker::acquire(const gpucoll_ucx_config_t &cfg, Worker **worke
     if (g_instance) {
         if (cfg.thread_multi && !g_instance->thread_multi_)
             return gpucoll_fail(GPUCOLL_ERR_INVALID,
-                                "UCX worker already created single-threaded; thread_multi must be set by the first group");
+                                "UCX worker already created single-threaded; "
+                                "thread_multi must be set by the first group");
         ++g_instance->refs_;
         *worker = g_instance;
         return GPUCOLL_SUCCESS;
