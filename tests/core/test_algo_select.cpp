@@ -1,0 +1,86 @@
+// The algorithm table and its sizing, without a GPU.
+#include <cstdio>
+#include <initializer_list>
+
+#include "algo_select.hpp"
+
+using namespace gpucoll;
+
+static int failures;
+#define CHECK(cond)                                                        \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
+            failures++;                                                    \
+        }                                                                  \
+    } while (0)
+
+static gpucoll_coll_args_t args(gpucoll_coll_kind_t kind, size_t count, gpucoll_dtype_t dt, gpucoll_op_t op)
+{
+    gpucoll_coll_args_t a{};
+    a.kind = kind;
+    a.count = count;
+    a.dtype = dt;
+    a.op = op;
+    a.local_ok = 1;
+    return a;
+}
+
+int main()
+{
+    gpucoll_config_t cfg{};
+    gpucoll_config_fill_defaults(&cfg);
+    Plan p{};
+
+    // auto: one-shot up to oneshot_max_bytes, two-shot above
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, cfg.oneshot_max_bytes / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4,
+                    cfg, &p));
+    CHECK(p.algo == PeerAlgo::AllreduceOneShot && p.scratch_blocks_per_step == 1);
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, cfg.oneshot_max_bytes / 4 + 1, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0,
+                    4, cfg, &p));
+    CHECK(p.algo == PeerAlgo::AllreduceTwoShot && p.scratch_blocks_per_step == 2);
+    // forced by parameter
+    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_TWOSHOT;
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 1, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, cfg, &p));
+    CHECK(p.algo == PeerAlgo::AllreduceTwoShot);
+    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_AUTO;
+
+    // ops MPI does not allow on the type are refused
+    CHECK(!make_plan(args(GPUCOLL_COLL_ALLREDUCE, 10, GPUCOLL_FLOAT32, GPUCOLL_OP_BXOR), 0, 2, cfg, &p));
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 10, GPUCOLL_INT32, GPUCOLL_OP_BXOR), 0, 2, cfg, &p));
+    // data movement takes no op; reductions need one
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLGATHER, 10, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 3, cfg, &p));
+    CHECK(p.algo == PeerAlgo::Allgather && p.strided);
+    CHECK(!make_plan(args(GPUCOLL_COLL_BCAST, 10, GPUCOLL_UINT8, GPUCOLL_OP_SUM), 0, 3, cfg, &p));
+    CHECK(!make_plan(args(GPUCOLL_COLL_REDUCE, 10, GPUCOLL_FLOAT32, GPUCOLL_OP_NONE), 0, 3, cfg, &p));
+    // per-rank areas for reduce_scatter_block and alltoall
+    for (int n = 1; n <= 8; n++) {
+        CHECK(make_plan(args(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, 7, GPUCOLL_FLOAT64, GPUCOLL_OP_SUM), 0, n, cfg, &p));
+        CHECK(p.scratch_blocks_per_step == n);
+        CHECK(make_plan(args(GPUCOLL_COLL_ALLTOALL, 7, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, n, cfg, &p));
+        CHECK(p.scratch_blocks_per_step == n);
+        // chunks fit a half and keep 16-byte alignment, for every element size
+        for (size_t elt : {1, 2, 4, 8}) {
+            size_t c = max_chunk_elems(p, 32u << 20, elt);
+            CHECK(c % 16 == 0 && c * elt * (size_t)n <= (32u << 20) && c > 0);
+        }
+        int b = blocks_for(p, 1, cfg, n);
+        CHECK(b >= 1 && b <= cfg.max_blocks && b <= kMaxBlocks);
+    }
+    // empty calls and too many ranks have no plan
+    CHECK(!make_plan(args(GPUCOLL_COLL_ALLREDUCE, 0, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, cfg, &p));
+    CHECK(!make_plan(args(GPUCOLL_COLL_ALLREDUCE, 5, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, kMaxPeers + 1, cfg, &p));
+    // a tiny message uses one block, a large one the cap
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 2, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, cfg, &p));
+    CHECK(blocks_for(p, 4, cfg, 4) == 1);
+    p.chunk = 64u << 20;
+    CHECK(blocks_for(p, 4, cfg, 4) == cfg.max_blocks);
+
+    // the datatype x op table
+    int valid = 0;
+    for (int d = 0; d < GPUCOLL_DTYPE_COUNT; d++)
+        for (int o = 0; o < GPUCOLL_OP_COUNT; o++) valid += gpucoll_op_valid((gpucoll_op_t)o, (gpucoll_dtype_t)d);
+    CHECK(valid == 8 * 10 + 4 * 4);
+    std::printf("algo_select: %d failed\n", failures);
+    return failures ? 1 : 0;
+}
