@@ -35,11 +35,8 @@ struct alignas(128) ShmRank {
 };
 
 struct ShmBlock {
-    uint32_t magic;
-    int size;
     ShmRank ranks[kMaxPeers];
 };
-constexpr uint32_t kMagic = 0x67707563; // "gpuc"
 
 uint64_t pack_post(uint64_t seq, bool ok, uint32_t hash) { return seq << 16 | (ok ? 1u << 15 : 0) | (hash & 0x7fff); }
 uint64_t post_seq(uint64_t p) { return p >> 16; }
@@ -83,7 +80,6 @@ struct gpucoll_team {
     size_t half_bytes = 0;
     gpuStream_t stream = nullptr;
     int *error = nullptr; // host-mapped flag the kernels raise on timeout
-    int sm_count = 0;
 };
 
 namespace {
@@ -128,7 +124,6 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
         return gpu_error("allocating error flag", e);
     *t->error = 0;
-    gpuDeviceGetAttribute(&t->sm_count, gpuDevAttrMultiProcessorCount, device);
     if ((e = gpuDeviceSynchronize()) != gpuSuccess) return gpu_error("setting up scratch", e);
     me.device = device;
     return GPUCOLL_SUCCESS;
@@ -246,8 +241,6 @@ extern "C" gpucoll_status_t gpucoll_team_create(const gpucoll_team_oob_t *oob, g
         return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "shared memory for the team could not be set up");
     }
     t->shm = static_cast<ShmBlock *>(map);
-    t->shm->magic = kMagic;
-    t->shm->size = t->size;
     *out = t;
     return GPUCOLL_SUCCESS;
 }

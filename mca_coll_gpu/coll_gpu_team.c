@@ -29,7 +29,11 @@ bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
     a.local_ok = device_ok && !m->force_staged && elementwise(dtype, count, &a.dtype, &a.count, op, &a.op);
     gpucoll_status_t st = gpucoll_team_run(m->team, &a);
     if (st == GPUCOLL_ERR_UNSUPPORTED) return false;
-    *rc = st == GPUCOLL_SUCCESS ? OMPI_SUCCESS : coll_gpu_error(st, "peer-to-peer collective");
+    if (st != GPUCOLL_SUCCESS) {
+        *rc = coll_gpu_error(st, "peer-to-peer collective");
+        return true;
+    }
     COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements ran peer-to-peer", m->comm->c_name, (int)kind, a.count);
+    *rc = OMPI_SUCCESS;
     return true;
 }
