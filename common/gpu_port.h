@@ -141,7 +141,13 @@ __device__ __forceinline__ uint16_t gpu_float_to_half_bits(float f)
 __device__ __forceinline__ uint64_t gpu_global_timer_ns()
 {
 #if defined(COLL_GPU_HIP)
-    return wall_clock64() * 10; /* 100 MHz constant clock on CDNA */
+    /* wall_clock64() only exists from ROCm 5.3 on; the builtins it wraps are
+     * older. The counter runs at a constant 100 MHz on CDNA (gfx90a/gfx94x). */
+#if __has_builtin(__builtin_readsteadycounter)
+    return __builtin_readsteadycounter() * 10;
+#else
+    return __builtin_amdgcn_s_memrealtime() * 10;
+#endif
 #else
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -152,7 +158,8 @@ __device__ __forceinline__ uint64_t gpu_global_timer_ns()
 __device__ __forceinline__ void gpu_store_release_sys(uint64_t *p, uint64_t v)
 {
 #if defined(COLL_GPU_HIP)
-    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+    /* Explicit system scope: the flag may live in a peer GPU's memory. */
+    __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #endif
@@ -160,7 +167,7 @@ __device__ __forceinline__ void gpu_store_release_sys(uint64_t *p, uint64_t v)
 __device__ __forceinline__ uint64_t gpu_load_acquire_sys(const uint64_t *p)
 {
 #if defined(COLL_GPU_HIP)
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
     uint64_t v;
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");

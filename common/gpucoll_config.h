@@ -36,7 +36,22 @@ typedef struct gpucoll_config {
     int max_blocks;                  /* grid size cap of the peer kernels */
     int threads_per_block;
     int timeout_ms;                  /* bound of every wait on another rank */
+    /* ---- across nodes (hierarchical path, docs/multinode.md) ---- */
+    int virtual_node_size;           /* >0: split each host into virtual nodes of this many consecutive
+                                        ranks (testing the inter-node path on one host); 0: real nodes */
+    int inter_path;                  /* gpucoll_inter_path_t */
+    int ucx_device_path;             /* gpucoll_ucx_device_path_t of ucx_transport/gpucoll_ucx.h:
+                                        0 auto, 1 direct (GPUDirect), 2 staged */
+    size_t ucx_chunk_bytes;          /* UCX pipelining unit; 0: the transport's default (1 MiB) */
+    int ucx_pipeline_depth;          /* UCX chunks in flight per message; 0: the transport's default (4) */
 } gpucoll_config_t;
+
+/* Device-buffer collectives on communicators that span nodes (real or virtual). */
+typedef enum gpucoll_inter_path {
+    GPUCOLL_INTER_AUTO = 0,   /* hierarchical where the layout allows it (uniform nodes), else staged */
+    GPUCOLL_INTER_HIER = 1,   /* like auto, and say so (verbose 0) when it cannot be set up */
+    GPUCOLL_INTER_STAGED = 2  /* never hierarchical: copy through host memory */
+} gpucoll_inter_path_t;
 
 /* Defaults used when a field is zero. */
 #define GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES (256u * 1024u)

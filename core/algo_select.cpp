@@ -46,7 +46,9 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
         if (e.reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
         if (!e.reduces && a.op != GPUCOLL_OP_NONE) return false;
         plan->algo = e.algo;
-        plan->chunk = a.count;
+        // Areas in scratch start at multiples of the chunk: keep it a multiple
+        // of 16 elements so that every area stays 16-byte aligned.
+        plan->chunk = (a.count + 15) / 16 * 16;
         plan->scratch_blocks_per_step = e.areas_per_rank ? nranks : (e.algo == PeerAlgo::AllreduceTwoShot ? 2 : 1);
         plan->strided = e.strided;
         return true;
@@ -78,6 +80,7 @@ const char *algo_name(PeerAlgo algo)
     case PeerAlgo::Allgather: return "allgather";
     case PeerAlgo::Bcast: return "bcast";
     case PeerAlgo::Alltoall: return "alltoall";
+    case PeerAlgo::LocalReduce: return "local_reduce";
     }
     return "?";
 }

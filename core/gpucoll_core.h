@@ -43,6 +43,14 @@ gpucoll_status_t gpucoll_copy(void *dst, const void *src, size_t bytes);
 void *gpucoll_host_alloc(size_t bytes);
 void gpucoll_host_free(void *ptr, size_t bytes);
 
+/* inout[i] = in[i] op inout[i] for i < count, on the GPU that holds `inout`
+ * (`in` must be device memory that GPU can read). Synchronous: ordered after
+ * work queued on the legacy default stream, done when it returns.
+ * GPUCOLL_ERR_UNSUPPORTED for a (dtype, op) pair without a kernel,
+ * GPUCOLL_ERR_INVALID for host memory. */
+gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, size_t count, gpucoll_dtype_t dtype,
+                                      gpucoll_op_t op);
+
 /* ---- node-local peer groups (the IPC fast path) ---------------------------- */
 typedef struct gpucoll_team gpucoll_team_t;
 
@@ -100,3 +108,83 @@ gpucoll_status_t gpucoll_team_run(gpucoll_team_t *team, const gpucoll_coll_args_
 }
 #endif
 #endif
+
+/* ==== hierarchical collectives across nodes (core/hier*.cpp) ===============
+ * A communicator that spans nodes (real ones, or virtual ones carved out of a
+ * host by config.virtual_node_size) and has the same number L of ranks on
+ * each of its N nodes gets a "hier" object: a node-local team over the L
+ * ranks of this node (the peer-to-peer kernels; none when L == 1) and a UCX
+ * group over the N ranks with this rank's local index, one per node. The
+ * collectives combine the two (docs/multinode.md). Kept in its own guarded
+ * block so that this section can be appended to independently. */
+#ifndef GPUCOLL_CORE_HIER_H
+#define GPUCOLL_CORE_HIER_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where this rank sits; rank_of[n * local_size + i] is the communicator rank
+ * of local index i on node n (nodes ordered by their lowest rank). */
+typedef struct gpucoll_hier_layout {
+    int nnodes, local_size; /* N x L */
+    int node, local_rank;   /* this rank's node and its index there */
+} gpucoll_hier_layout_t;
+
+/* Pure logic, no communication. host_of_rank[r]: any key equal exactly for
+ * ranks on the same host. virtual_node_size > 0 splits every host's ranks, in
+ * rank order, into nodes of that many. Fills *layout and rank_of (`size`
+ * entries). GPUCOLL_ERR_UNSUPPORTED, with the reason, when the layout is not
+ * uniform (nodes of different sizes, or a host whose rank count is not a
+ * multiple of virtual_node_size); nnodes == 1 is a success (the caller then
+ * has no use for the hierarchical path). */
+gpucoll_status_t gpucoll_hier_plan(const int *host_of_rank, int size, int rank, int virtual_node_size,
+                                   gpucoll_hier_layout_t *layout, int *rank_of);
+
+/* Element ranges of an allreduce of `count` elements over L local ranks: the
+ * first shard * L elements are reduce-scattered in shards of `shard`; the
+ * last `tail` (< L) elements take a small separate path. */
+void gpucoll_hier_split(size_t count, int local_size, size_t *shard, size_t *tail);
+
+typedef struct gpucoll_hier gpucoll_hier_t;
+
+/* Local: an object with no groups yet. */
+gpucoll_status_t gpucoll_hier_create(const gpucoll_hier_layout_t *layout, const int *rank_of, gpucoll_hier_t **out);
+/* Collective over the L ranks of this node (oob->size == L): the node-local
+ * team. With L == 1 nothing is built and oob is not called. */
+gpucoll_status_t gpucoll_hier_connect_local(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob);
+/* Collective over the N ranks with this local index (oob->size == N): the
+ * UCX group (config.ucx_*). GPUCOLL_ERR_UNSUPPORTED when built without UCX. */
+gpucoll_status_t gpucoll_hier_connect_cross(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob);
+/* One line for verbose output: layout and the UCX device path
+ * (GPUDirect or staged, from gpucoll_ucx_describe). */
+size_t gpucoll_hier_describe(const gpucoll_hier_t *h, char *buf, size_t len);
+/* Local and never waits on a peer (the UCX group close is bounded; the team
+ * waits, bounded, for its peers when its GPU side was set up). NULL is fine. */
+void gpucoll_hier_destroy(gpucoll_hier_t *h);
+
+/* Local verdict, no communication: 1 if this rank can run `a` (kinds
+ * ALLREDUCE, BCAST, ALLGATHER, REDUCE_SCATTER_BLOCK, REDUCE) on the
+ * hierarchical path: device buffers on one GPU (the one used so far), a GPU
+ * reduction for the type and op, device temporaries reserved (allocated
+ * here, so that no allocation can fail after the ranks agreed), the object
+ * neither disabled nor broken. The caller must then agree with every rank of
+ * the communicator (all ranks 1, else nobody runs it). */
+int gpucoll_hier_local_ok(gpucoll_hier_t *h, const gpucoll_coll_args_t *a);
+/* 1 once gpucoll_hier_prepare succeeded. Equal on all ranks while they
+ * follow the protocol below. */
+int gpucoll_hier_prepared(const gpucoll_hier_t *h);
+/* First agreed call only: sets up the GPU side (the team's IPC mappings,
+ * through a one-element team collective, a stream). Collective over the node;
+ * the caller agrees on the result across nodes and calls
+ * gpucoll_hier_disable everywhere if any rank failed. */
+gpucoll_status_t gpucoll_hier_prepare(gpucoll_hier_t *h, const gpucoll_coll_args_t *a);
+void gpucoll_hier_disable(gpucoll_hier_t *h);
+/* Runs an agreed collective. On failure the object is marked broken (its
+ * later local_ok is 0) and the error is returned: peers waiting on this rank
+ * fail with their own bounded timeouts. */
+gpucoll_status_t gpucoll_hier_run(gpucoll_hier_t *h, const gpucoll_coll_args_t *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUCOLL_CORE_HIER_H */

@@ -13,6 +13,7 @@
 
 #include "algo_select.hpp"
 #include "core_state.hpp"
+#include "device_guard.hpp"
 #include "gpu_port.h"
 #include "gpucoll_core.h"
 #include "peer_args.h"
@@ -88,21 +89,6 @@ gpucoll_status_t gpu_error(const char *what, gpuError_t e)
 {
     return gpucoll_fail(GPUCOLL_ERR_GPU, "%s: %s", what, gpuGetErrorString(e));
 }
-
-// Makes `device` current for the lifetime of the guard.
-struct DeviceGuard {
-    int saved = -1;
-    explicit DeviceGuard(int device)
-    {
-        if (gpuGetDevice(&saved) != gpuSuccess) saved = -1;
-        if (saved != device) gpuSetDevice(device);
-    }
-    ~DeviceGuard()
-    {
-        int now = -1;
-        if (saved >= 0 && gpuGetDevice(&now) == gpuSuccess && now != saved) gpuSetDevice(saved);
-    }
-};
 
 // This rank's half of GPU setup: scratch, its IPC handle, a stream.
 gpucoll_status_t setup_local(gpucoll_team *t, int device)

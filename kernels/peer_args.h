@@ -22,7 +22,8 @@ enum class PeerAlgo : int {
     ReduceScatterBlock,   // copy blocks in, barrier, reduce own block
     Allgather,            // copy in, barrier, read every rank's block
     Bcast,                // root copies in, barrier, the others read it
-    Alltoall              // copy blocks in, barrier, read own block of every rank
+    Alltoall,             // copy blocks in, barrier, read own block of every rank
+    LocalReduce           // dst = src op dst on one GPU, no peers
 };
 
 struct PeerArgs {

@@ -8,6 +8,7 @@
 #include "allreduce_twoshot.cuh"
 #include "alltoall.cuh"
 #include "bcast.cuh"
+#include "local_reduce.cuh"
 #include "peer_args.h"
 #include "reduce.cuh"
 #include "reduce_scatter_block.cuh"
@@ -30,6 +31,7 @@ template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
     case PeerAlgo::AllreduceTwoShot: run_steps<allreduce_twoshot_step<T, Op>>(a); break;
     case PeerAlgo::Reduce: run_steps<reduce_step<T, Op>>(a); break;
     case PeerAlgo::ReduceScatterBlock: run_steps<reduce_scatter_block_step<T, Op>>(a); break;
+    case PeerAlgo::LocalReduce: local_reduce<T, Op>(a); break;
     default: break;
     }
 }

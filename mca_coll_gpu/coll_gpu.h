@@ -60,6 +60,10 @@ typedef struct mca_coll_gpu_module_t {
     ompi_communicator_t *comm;
     bool force_staged;      /* MCA path=staged or communicator info coll_gpu_path=staged */
     gpucoll_team_t *team;   /* node-local peer-to-peer group, NULL if not eligible */
+    bool team_pending;      /* eligible, built at the first collective that can use it */
+    gpucoll_hier_t *hier;   /* communicator spanning (virtual) nodes: node-local team + UCX group,
+                               NULL if none; never together with `team` (coll_gpu_hier.c) */
+    bool hier_pending;      /* spans nodes: the hierarchical path is built at the first collective */
 } mca_coll_gpu_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
 
@@ -109,7 +113,22 @@ void coll_gpu_request_fini(void);
  * caller must take the staged or host path. `device_ok`: every significant
  * buffer of this rank is device memory. Ranks with a team must call it for
  * each collective of that kind, host buffers or not, so that they agree. */
+/* Builds the team on first use (collective: every rank reaches it at the same
+ * call). True if the communicator has one. */
+bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m);
 bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
+                       size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc);
+
+/* ---- the hierarchical path across nodes (coll_gpu_hier.c) -----------------
+ * coll_gpu_hier_wanted: at module enable, local (no communication): whether
+ * the communicator spans real or virtual nodes and may get the hierarchical
+ * path; every rank answers alike. coll_gpu_hier_try: like coll_gpu_team_try;
+ * every rank must call it for each collective of the hooked kinds; the first
+ * call with a nonzero count builds the node-local team and the UCX group
+ * (collective), and each call agrees with all ranks through the displaced
+ * allreduce before running anything. */
+bool coll_gpu_hier_wanted(mca_coll_gpu_module_t *m);
+bool coll_gpu_hier_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
                        size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc);
 
 /* ---- datatype/op mapping (coll_gpu_dtype.c) ------------------------------ */

@@ -28,6 +28,8 @@ int mca_coll_gpu_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype
     bool same = sbuf == MPI_IN_PLACE || (sdtype == rdtype && scount == rcount);
     if (coll_gpu_team_try(m, GPUCOLL_COLL_ALLGATHER, sbuf, rbuf, rcount, rdtype, NULL, 0, rdev && sdev && same, &rc))
         return rc;
+    if (coll_gpu_hier_try(m, GPUCOLL_COLL_ALLGATHER, sbuf, rbuf, rcount, rdtype, NULL, 0, rdev && sdev && same, &rc))
+        return rc;
     if (!rdev && !sdev)
         return m->prev.allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->prev.allgather_module);
     return allgather_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, NULL, m);

@@ -21,6 +21,7 @@ int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatyp
     bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
     int rc;
     if (coll_gpu_team_try(m, GPUCOLL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 0, rdev && sdev, &rc)) return rc;
+    if (coll_gpu_hier_try(m, GPUCOLL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 0, rdev && sdev, &rc)) return rc;
     if (!rdev && !sdev) return m->prev.allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev.allreduce_module);
     return allreduce_staged(sbuf, rbuf, count, dtype, op, comm, NULL, m);
 }

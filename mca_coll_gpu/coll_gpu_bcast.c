@@ -21,6 +21,7 @@ int mca_coll_gpu_bcast(void *buf, int count, ompi_datatype_t *dtype, int root, o
     bool dev = coll_gpu_is_device(buf);
     int rc;
     if (coll_gpu_team_try(m, GPUCOLL_COLL_BCAST, NULL, buf, count, dtype, NULL, root, dev, &rc)) return rc;
+    if (coll_gpu_hier_try(m, GPUCOLL_COLL_BCAST, NULL, buf, count, dtype, NULL, root, dev, &rc)) return rc;
     if (!dev) return m->prev.bcast(buf, count, dtype, root, comm, m->prev.bcast_module);
     return bcast_staged(buf, count, dtype, root, comm, NULL, m);
 }

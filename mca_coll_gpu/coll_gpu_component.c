@@ -40,12 +40,22 @@ static int param_max_peers = GPUCOLL_DEFAULT_MAX_PEERS;
 static int param_max_blocks = GPUCOLL_DEFAULT_MAX_BLOCKS;
 static int param_threads = GPUCOLL_DEFAULT_THREADS;
 static int param_timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
+/* Across nodes (coll_gpu_hier.c, docs/multinode.md). */
+static int param_virtual_node_size = 0;
+static int param_inter_path = GPUCOLL_INTER_AUTO;
+static int param_ucx_device_path = 0; /* gpucoll_ucx_device_path_t: 0 auto, 1 direct, 2 staged */
+static size_t param_ucx_chunk_bytes = 1024u * 1024u; /* GPUCOLL_UCX_DEFAULT_CHUNK_BYTES */
+static int param_ucx_pipeline_depth = 4;             /* GPUCOLL_UCX_DEFAULT_PIPELINE_DEPTH */
 
 static const mca_base_var_enum_value_t path_values[] = {
     {GPUCOLL_PATH_AUTO, "auto"}, {GPUCOLL_PATH_STAGED, "staged"}, {GPUCOLL_PATH_IPC, "ipc"}, {0, NULL}};
 static const mca_base_var_enum_value_t allreduce_values[] = {
     {GPUCOLL_ALLREDUCE_AUTO, "auto"}, {GPUCOLL_ALLREDUCE_ONESHOT, "oneshot"},
     {GPUCOLL_ALLREDUCE_TWOSHOT, "twoshot"}, {0, NULL}};
+static const mca_base_var_enum_value_t inter_path_values[] = {
+    {GPUCOLL_INTER_AUTO, "auto"}, {GPUCOLL_INTER_HIER, "hier"}, {GPUCOLL_INTER_STAGED, "staged"}, {0, NULL}};
+static const mca_base_var_enum_value_t ucx_device_path_values[] = {
+    {0, "auto"}, {1, "direct"}, {2, "staged"}, {0, NULL}};
 
 static void reg_int(const char *name, const char *help, int level, int *storage)
 {
@@ -108,6 +118,26 @@ static int gpu_register(void)
             &param_threads);
     reg_int("timeout_ms", "Longest wait (ms) for another rank before a collective fails with an error",
             OPAL_INFO_LVL_5, &param_timeout_ms);
+    reg_enum("inter_path", "Device-buffer collectives on communicators that span nodes: auto (hierarchical where "
+                           "every node has the same number of ranks: node-local peer-to-peer kernels plus UCX "
+                           "between nodes, one UCX group per local rank index; else staged), hier (like auto, and "
+                           "say why at verbose 0 when it cannot be set up), staged (always copy through host "
+                           "memory). Allreduce, bcast, allgather, reduce_scatter_block and reduce take it.",
+             inter_path_values, &param_inter_path);
+    reg_int("virtual_node_size", "Split every host into virtual nodes of this many consecutive ranks (0: off), so "
+                                 "that one machine runs the inter-node (hierarchical, UCX) path, e.g. 2 on a "
+                                 "4-GPU host gives 2 nodes x 2 GPUs. Every host's rank count must be a multiple.",
+            OPAL_INFO_LVL_5, &param_virtual_node_size);
+    reg_enum("ucx_device_path", "How the inter-node UCX transport moves device buffers: auto (GPUDirect if UCX "
+                                "supports GPU memory, else staged), direct (require GPUDirect; the hierarchical "
+                                "path is off if UCX cannot), staged (through pinned host bounce buffers). The "
+                                "choice is printed at coll_gpu_verbose >= 10.",
+             ucx_device_path_values, &param_ucx_device_path);
+    reg_size("ucx_chunk_bytes", "Pipelining unit of the inter-node UCX transport (bytes; multiple of 8, at least "
+                                "64; equal on all ranks): wire chunks, reduction segments, bounce buffers",
+             OPAL_INFO_LVL_6, &param_ucx_chunk_bytes);
+    reg_int("ucx_pipeline_depth", "Chunks in flight per inter-node UCX message (at least 2)", OPAL_INFO_LVL_6,
+            &param_ucx_pipeline_depth);
     return OMPI_SUCCESS;
 }
 
@@ -128,6 +158,11 @@ static int gpu_open(void)
     cfg->max_blocks = param_max_blocks;
     cfg->threads_per_block = param_threads;
     cfg->timeout_ms = param_timeout_ms;
+    cfg->virtual_node_size = param_virtual_node_size > 0 ? param_virtual_node_size : 0;
+    cfg->inter_path = param_inter_path;
+    cfg->ucx_device_path = param_ucx_device_path;
+    cfg->ucx_chunk_bytes = param_ucx_chunk_bytes;
+    cfg->ucx_pipeline_depth = param_ucx_pipeline_depth;
     gpucoll_core_configure(cfg);
     *cfg = *gpucoll_core_config();
     return OMPI_SUCCESS;

@@ -36,6 +36,9 @@ static void gpu_module_construct(mca_coll_gpu_module_t *m)
     m->comm = NULL;
     m->force_staged = false;
     m->team = NULL;
+    m->team_pending = false;
+    m->hier = NULL;
+    m->hier_pending = false;
 }
 
 static void gpu_module_destruct(mca_coll_gpu_module_t *m)
@@ -47,6 +50,12 @@ static void gpu_module_destruct(mca_coll_gpu_module_t *m)
 #undef COLL_GPU_RELEASE
     if (m->team) gpucoll_team_destroy(m->team);
     m->team = NULL;
+    /* Local and bounded: no MPI call (Open MPI 4.1 destroys the module after
+     * unselecting it, possibly at different times on different ranks); the
+     * UCX group close never waits on a peer, the node-local team waits at most
+     * timeout_ms for its peers to leave. */
+    gpucoll_hier_destroy(m->hier);
+    m->hier = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_gpu_module_t, mca_coll_base_module_t, gpu_module_construct, gpu_module_destruct);
@@ -92,6 +101,8 @@ static bool team_eligible(ompi_communicator_t *comm)
     const gpucoll_config_t *cfg = &mca_coll_gpu_component.config;
     int size = ompi_comm_size(comm);
     if (cfg->path == GPUCOLL_PATH_STAGED || size < 2 || !gpucoll_driver_present()) return false;
+    /* Virtual nodes split this communicator: the hierarchical path serves it. */
+    if (cfg->virtual_node_size > 0 && cfg->virtual_node_size < size) return false;
     if (size > cfg->max_peers) {
         COLL_GPU_VERBOSE(10, "%s: %d ranks exceed max_peers=%d, device buffers will be staged", comm->c_name, size,
                          cfg->max_peers);
@@ -129,19 +140,33 @@ static int gpu_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
 #undef COLL_GPU_SAVE
 
     m->force_staged = info_forces_staged(comm);
-    if (m->prev.allgather && team_eligible(comm)) {
-        gpucoll_team_oob_t oob = {ompi_comm_rank(comm), ompi_comm_size(comm), team_allgather, m};
-        gpucoll_status_t st = gpucoll_team_create(&oob, &m->team);
-        if (st != GPUCOLL_SUCCESS) {
-            /* Every rank reaches the same verdict: the exchange is collective. */
-            COLL_GPU_VERBOSE(10, "%s: no peer-to-peer team (%s), device buffers will be staged", comm->c_name,
-                             gpucoll_last_error());
-            m->team = NULL;
-        }
-    }
-    COLL_GPU_VERBOSE(10, "enabled on %s (%d ranks)%s%s", comm->c_name, ompi_comm_size(comm),
-                     m->team ? ", peer-to-peer team ready" : "", m->force_staged ? ", staged by info" : "");
+    /* No communication here: for communicators other than WORLD/SELF, Open MPI
+     * enables modules from a completion callback of the communicator's
+     * activation, where a blocking exchange can deadlock (MPI_Comm_split_type
+     * hung that way). The team is built at the first collective instead. */
+    m->team_pending = m->prev.allgather && team_eligible(comm);
+    m->hier_pending = !m->team_pending && coll_gpu_hier_wanted(m);
+    COLL_GPU_VERBOSE(10, "enabled on %s (%d ranks)%s%s%s", comm->c_name, ompi_comm_size(comm),
+                     m->team_pending ? ", peer-to-peer team at first use" : "",
+                     m->hier_pending ? ", hierarchical path at first use" : "",
+                     m->force_staged ? ", staged by info" : "");
     return OMPI_SUCCESS;
+}
+
+bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m)
+{
+    if (!m->team_pending) return m->team != NULL;
+    m->team_pending = false;
+    gpucoll_team_oob_t oob = {ompi_comm_rank(m->comm), ompi_comm_size(m->comm), team_allgather, m};
+    if (gpucoll_team_create(&oob, &m->team) != GPUCOLL_SUCCESS) {
+        /* Every rank reaches the same verdict: the exchange is collective. */
+        COLL_GPU_VERBOSE(10, "%s: no peer-to-peer team (%s), device buffers will be staged", m->comm->c_name,
+                         gpucoll_last_error());
+        m->team = NULL;
+        return false;
+    }
+    COLL_GPU_VERBOSE(10, "%s: peer-to-peer team ready (%d ranks)", m->comm->c_name, ompi_comm_size(m->comm));
+    return true;
 }
 
 /* 4.1/5.0 call disable once per installed slot: keep it idempotent. */

@@ -33,6 +33,7 @@ int mca_coll_gpu_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t
     bool all = reduce_on_device(sbuf, rbuf, root, comm, &any);
     int rc;
     if (coll_gpu_team_try(m, GPUCOLL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root, all, &rc)) return rc;
+    if (coll_gpu_hier_try(m, GPUCOLL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root, all, &rc)) return rc;
     if (!any) return m->prev.reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev.reduce_module);
     return reduce_staged(sbuf, rbuf, count, dtype, op, root, comm, NULL, m);
 }
@@ -51,8 +52,16 @@ int mca_coll_gpu_reduce_local(const void *inbuf, void *inoutbuf, int count, ompi
                               mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(inbuf) && !coll_gpu_is_device(inoutbuf))
+    bool in_dev = coll_gpu_is_device(inbuf), io_dev = coll_gpu_is_device(inoutbuf);
+    if (!in_dev && !io_dev)
         return m->prev.reduce_local(inbuf, inoutbuf, count, dtype, op, m->prev.reduce_local_module);
+    gpucoll_dtype_t gd = coll_gpu_map_dtype(dtype);
+    gpucoll_op_t go = gd == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, gd);
+    if (in_dev && io_dev && go != GPUCOLL_OP_NONE && count > 0) {
+        gpucoll_status_t st = gpucoll_local_reduce(inoutbuf, inbuf, (size_t)count, gd, go);
+        if (st == GPUCOLL_SUCCESS) return OMPI_SUCCESS;
+        if (st != GPUCOLL_ERR_UNSUPPORTED) return coll_gpu_error(st, "MPI_Reduce_local on the GPU");
+    }
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hin = coll_gpu_stage(st, inbuf, dtype, count, true, false);
     void *hio = coll_gpu_stage(st, inoutbuf, dtype, count, true, true);

@@ -65,6 +65,8 @@ int mca_coll_gpu_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, 
     int rc;
     if (coll_gpu_team_try(m, GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op, 0, rdev && sdev, &rc))
         return rc;
+    if (coll_gpu_hier_try(m, GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op, 0, rdev && sdev, &rc))
+        return rc;
     if (!rdev && !sdev)
         return m->prev.reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, m->prev.reduce_scatter_block_module);
     size_t size = (size_t)ompi_comm_size(comm);

@@ -23,7 +23,7 @@ bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
                        size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc)
 {
     /* Every rank passes the same count, so skipping empty calls is a shared decision. */
-    if (m->team == NULL || count == 0) return false;
+    if (count == 0 || !coll_gpu_team_ensure(m)) return false;
     gpucoll_coll_args_t a = {kind, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, 0, GPUCOLL_UINT8, GPUCOLL_OP_NONE,
                              root, 0};
     a.local_ok = device_ok && !m->force_staged && elementwise(dtype, count, &a.dtype, &a.count, op, &a.op);

@@ -1,0 +1,47 @@
+// MPI_Reduce_local on device memory, and the GPU reducer of the inter-node
+// schedules: one kernel of the peer family with no peers.
+#include <stdint.h>
+
+#include "core_state.hpp"
+#include "device_guard.hpp"
+#include "gpu_port.h"
+#include "gpucoll_core.h"
+#include "peer_args.h"
+
+using namespace gpucoll;
+
+extern "C" gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, size_t count, gpucoll_dtype_t dtype,
+                                                 gpucoll_op_t op)
+{
+    if (count == 0) return GPUCOLL_SUCCESS;
+    if (!gpucoll_op_valid(op, dtype))
+        return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "no GPU reduction for %s/%s", gpucoll_dtype_name(dtype),
+                            gpucoll_op_name(op));
+    gpu_port_ptr_info_t io, src;
+    gpu_port_query_pointer(inout, &io);
+    gpu_port_query_pointer(in, &src);
+    if (io.kind != GPU_PORT_MEM_DEVICE || src.kind != GPU_PORT_MEM_DEVICE)
+        return gpucoll_fail(GPUCOLL_ERR_INVALID, "local reduce needs device buffers");
+
+    PeerArgs k{};
+    k.algo = PeerAlgo::LocalReduce;
+    k.nranks = 1;
+    k.src = static_cast<const char *>(in);
+    k.dst = static_cast<char *>(inout);
+    k.count = count;
+    k.vector_ok = (uintptr_t)in % 16 == 0 && (uintptr_t)inout % 16 == 0;
+    // One block per 64 KiB keeps every SM busy on large buffers; a reduction
+    // needs no co-residency, so more blocks than SMs is fine.
+    size_t bytes = count * gpucoll_dtype_size(dtype);
+    size_t blocks = bytes / 65536 + 1;
+    if (blocks > 1024) blocks = 1024;
+
+    DeviceGuard g(io.device);
+    if (!launch_peer_kernel(k, dtype, op, (int)blocks, config().threads_per_block, nullptr))
+        return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "no GPU reduction for %s/%s", gpucoll_dtype_name(dtype),
+                            gpucoll_op_name(op));
+    gpuError_t e = gpuGetLastError();
+    if (e == gpuSuccess) e = gpuStreamSynchronize(nullptr);
+    if (e != gpuSuccess) return gpucoll_fail(GPUCOLL_ERR_GPU, "local reduce kernel: %s", gpuGetErrorString(e));
+    return GPUCOLL_SUCCESS;
+}
