@@ -199,6 +199,9 @@ typedef struct gpu_port_ptr_info {
  * it: if the process has not initialised the GPU driver, no pointer can be
  * device memory and the answer is "host" at once. Returns 0 on success. */
 int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info);
+/* The same, but only kind and device (one driver call instead of two: this
+ * is on every collective's path); the other fields are left zero. */
+int gpu_port_query_kind(const void *ptr, gpu_port_ptr_info_t *info);
 /* 1 if a GPU driver library could be loaded in this process. */
 int gpu_port_driver_present(void);
 #ifdef __cplusplus
@@ -213,6 +216,8 @@ int gpu_port_driver_present(void);
 
 #if defined(COLL_GPU_HIP)
 int gpu_port_driver_present(void) { return 1; }
+int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info);
+int gpu_port_query_kind(const void *ptr, gpu_port_ptr_info_t *info) { return gpu_port_query_pointer(ptr, info); }
 int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info)
 {
     hipPointerAttribute_t a;
@@ -249,9 +254,9 @@ int gpu_port_driver_present(void)
     return gpu_port_get_attrs != NULL;
 }
 
-int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info)
+int gpu_port_query_kind(const void *ptr, gpu_port_ptr_info_t *info)
 {
-    /* The kind first, in a call whose attributes every driver knows ... */
+    /* Attributes every driver knows. */
     CUpointer_attribute kind_attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
                                         CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     unsigned int mem_type = 0, is_managed = 0;
@@ -267,8 +272,15 @@ int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info)
     else if (mem_type == CU_MEMORYTYPE_DEVICE) info->kind = GPU_PORT_MEM_DEVICE;
     else return 0;
     info->device = ordinal;
+    info->ipc_capable = !is_managed;
+    return 0;
+}
 
-    /* ... then the details, which older drivers may not all answer. */
+int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info)
+{
+    gpu_port_query_kind(ptr, info);
+    if (info->kind == GPU_PORT_MEM_HOST) return 0;
+    /* The details, which older drivers may not all answer. */
     CUpointer_attribute detail_attrs[] = {CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                           CU_POINTER_ATTRIBUTE_RANGE_SIZE};
     unsigned long long buffer_id = 0;
@@ -280,7 +292,6 @@ int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info)
         info->base = (void *)(uintptr_t)base;
         info->size = size;
     }
-    info->ipc_capable = !is_managed;
     return 0;
 }
 #endif

@@ -22,7 +22,8 @@ typedef enum gpucoll_path {
 typedef enum gpucoll_allreduce_algo {
     GPUCOLL_ALLREDUCE_AUTO = 0,
     GPUCOLL_ALLREDUCE_ONESHOT = 1,
-    GPUCOLL_ALLREDUCE_TWOSHOT = 2
+    GPUCOLL_ALLREDUCE_TWOSHOT = 2,   /* through scratch, chunked */
+    GPUCOLL_ALLREDUCE_DIRECT = 3     /* two-shot on peers' mapped buffers (two-shot where they cannot be mapped) */
 } gpucoll_allreduce_algo_t;
 
 typedef struct gpucoll_config {
@@ -36,6 +37,8 @@ typedef struct gpucoll_config {
     int max_blocks;                  /* grid size cap of the peer kernels */
     int threads_per_block;
     int timeout_ms;                  /* bound of every wait on another rank */
+    size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
+    int ipc_cache_entries;           /* peer buffers kept mapped per communicator (LRU) */
     /* ---- across nodes (hierarchical path, docs/multinode.md) ---- */
     int virtual_node_size;           /* >0: split each host into virtual nodes of this many consecutive
                                         ranks (testing the inter-node path on one host); 0: real nodes */
@@ -58,9 +61,11 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_SCRATCH_BYTES (64u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_STAGING_CACHE_BYTES (256u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_MAX_PEERS 8
-#define GPUCOLL_DEFAULT_MAX_BLOCKS 32
+#define GPUCOLL_DEFAULT_MAX_BLOCKS 64
 #define GPUCOLL_DEFAULT_THREADS 512
 #define GPUCOLL_DEFAULT_TIMEOUT_MS 60000
+#define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (256u * 1024u)
+#define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64
 
 /* Fills every zero field of `cfg` with its default. */
 void gpucoll_config_fill_defaults(gpucoll_config_t *cfg);

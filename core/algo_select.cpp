@@ -12,37 +12,49 @@ struct Entry {
     bool strided;
 };
 
-// The one table of algorithms (allreduce picks between two rows below).
+// The one table of algorithms. For each kind the first row whose condition
+// holds serves; `direct` rows need every rank's buffers mapped.
 constexpr Entry kTable[] = {
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, true, 0, false},
+    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, true, 0, false},
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, true, 0, false},
     {GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, true, 0, false},
+    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockDirect, true, 0, true},
     {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, true, 1, true},
+    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, false, 0, true},
     {GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, false, 0, true},
+    {GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, false, 0, false},
     {GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, false, 0, false},
     {GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, false, 1, true},
 };
 
-PeerAlgo allreduce_algo(size_t bytes, const gpucoll_config_t &cfg)
+// Allreduce: the size picks one-shot (latency) or a two-shot (bandwidth);
+// the parameter can force either. Zero-copy when the buffers are mapped.
+PeerAlgo allreduce_algo(size_t bytes, const gpucoll_config_t &cfg, bool direct)
 {
     switch (cfg.allreduce_algorithm) {
     case GPUCOLL_ALLREDUCE_ONESHOT: return PeerAlgo::AllreduceOneShot;
     case GPUCOLL_ALLREDUCE_TWOSHOT: return PeerAlgo::AllreduceTwoShot;
-    default: return bytes <= cfg.oneshot_max_bytes ? PeerAlgo::AllreduceOneShot : PeerAlgo::AllreduceTwoShot;
+    case GPUCOLL_ALLREDUCE_DIRECT: return direct ? PeerAlgo::AllreduceDirect : PeerAlgo::AllreduceTwoShot;
+    default:
+        if (bytes <= cfg.oneshot_max_bytes) return PeerAlgo::AllreduceOneShot;
+        return direct ? PeerAlgo::AllreduceDirect : PeerAlgo::AllreduceTwoShot;
     }
 }
 
 } // namespace
 
-bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan)
+bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
+               Plan *plan)
 {
     (void)rank;
     if (nranks < 1 || nranks > kMaxPeers || a.count == 0) return false;
     size_t elt = gpucoll_dtype_size(a.dtype);
     if (elt == 0) return false;
-    PeerAlgo want = a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, cfg) : PeerAlgo::Bcast;
+    PeerAlgo want = a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, cfg, direct) : PeerAlgo::Bcast;
     for (const Entry &e : kTable) {
         if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;
+        if (a.kind != GPUCOLL_COLL_ALLREDUCE && is_direct(e.algo) != direct) continue;
         if (e.reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
         if (!e.reduces && a.op != GPUCOLL_OP_NONE) return false;
         plan->algo = e.algo;
@@ -64,7 +76,10 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt)
 int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks)
 {
     size_t bytes = plan.chunk * elt * (plan.strided ? (size_t)nranks : 1);
-    size_t want = (bytes + 32 * 1024 - 1) / (32 * 1024);
+    // Zero-copy kernels pull over the links: more blocks keep more loads in
+    // flight, and their barrier costs one flag per rank whatever the grid.
+    size_t per_block = is_direct(plan.algo) ? 128 * 1024 : 32 * 1024;
+    size_t want = (bytes + per_block - 1) / per_block;
     size_t cap = (size_t)cfg.max_blocks < (size_t)kMaxBlocks ? (size_t)cfg.max_blocks : (size_t)kMaxBlocks;
     if (want < 1) want = 1;
     return (int)(want < cap ? want : cap);
@@ -81,6 +96,10 @@ const char *algo_name(PeerAlgo algo)
     case PeerAlgo::Bcast: return "bcast";
     case PeerAlgo::Alltoall: return "alltoall";
     case PeerAlgo::LocalReduce: return "local_reduce";
+    case PeerAlgo::AllreduceDirect: return "allreduce_direct";
+    case PeerAlgo::ReduceScatterBlockDirect: return "reduce_scatter_block_direct";
+    case PeerAlgo::AllgatherDirect: return "allgather_direct";
+    case PeerAlgo::BcastDirect: return "bcast_direct";
     }
     return "?";
 }

@@ -18,7 +18,14 @@ struct Plan {
 };
 
 // Fills `plan` for `a` on a team of `nranks`; false if no kernel serves it.
-bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan);
+// `direct`: every rank's buffers are mapped by the others, so the zero-copy
+// algorithms may serve (the caller decides when that holds).
+bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
+               Plan *plan);
+inline bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan)
+{
+    return make_plan(a, rank, nranks, cfg, false, plan);
+}
 
 // Largest chunk (elements, a multiple of 16) that fits a scratch half.
 size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);

@@ -1,4 +1,5 @@
 #include "core_state.hpp"
+#include "ipc_cache.hpp"
 
 #include "gpucoll_core.h"
 
@@ -20,4 +21,8 @@ extern "C" void gpucoll_core_configure(const gpucoll_config_t *cfg)
 
 extern "C" const gpucoll_config_t *gpucoll_core_config(void) { return &g_config; }
 
-extern "C" void gpucoll_core_release_caches(void) { gpucoll::release_host_cache(); }
+extern "C" void gpucoll_core_release_caches(void)
+{
+    gpucoll::release_host_cache();
+    gpucoll::release_process_ipc_cache();
+}

@@ -261,7 +261,7 @@ extern "C" int gpucoll_hier_local_ok(gpucoll_hier_t *h, const gpucoll_coll_args_
     for (const void *p : bufs) {
         if (!p) continue;
         gpu_port_ptr_info_t info;
-        gpu_port_query_pointer(p, &info);
+        gpu_port_query_kind(p, &info);
         if (info.kind != GPU_PORT_MEM_DEVICE || (device >= 0 && info.device != device)) return 0;
         device = info.device;
     }
@@ -290,8 +290,8 @@ extern "C" gpucoll_status_t gpucoll_hier_prepare(gpucoll_hier_t *h, const gpucol
 {
     if (h->prepared) return GPUCOLL_SUCCESS;
     gpu_port_ptr_info_t info;
-    gpu_port_query_pointer(a->rbuf ? a->rbuf : a->sbuf, &info);
-    if (info.kind != GPU_PORT_MEM_DEVICE) gpu_port_query_pointer(a->sbuf, &info);
+    gpu_port_query_kind(a->rbuf ? a->rbuf : a->sbuf, &info);
+    if (info.kind != GPU_PORT_MEM_DEVICE) gpu_port_query_kind(a->sbuf, &info);
     if (info.kind != GPU_PORT_MEM_DEVICE)
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "hier: prepare without a device buffer");
     const int device = info.device;

@@ -18,8 +18,8 @@ extern "C" gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, si
         return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "no GPU reduction for %s/%s", gpucoll_dtype_name(dtype),
                             gpucoll_op_name(op));
     gpu_port_ptr_info_t io, src;
-    gpu_port_query_pointer(inout, &io);
-    gpu_port_query_pointer(in, &src);
+    gpu_port_query_kind(inout, &io);
+    gpu_port_query_kind(in, &src);
     if (io.kind != GPU_PORT_MEM_DEVICE || src.kind != GPU_PORT_MEM_DEVICE)
         return gpucoll_fail(GPUCOLL_ERR_INVALID, "local reduce needs device buffers");
 

@@ -36,7 +36,7 @@ extern "C" int gpucoll_driver_present(void) { return gpu_port_driver_present(); 
 extern "C" gpucoll_mem_kind_t gpucoll_mem_kind(const void *ptr)
 {
     gpu_port_ptr_info_t info;
-    gpu_port_query_pointer(ptr, &info);
+    gpu_port_query_kind(ptr, &info);
     switch (info.kind) {
     case GPU_PORT_MEM_DEVICE: return GPUCOLL_MEM_DEVICE;
     case GPU_PORT_MEM_MANAGED: return GPUCOLL_MEM_MANAGED;

@@ -16,6 +16,7 @@
 #include "device_guard.hpp"
 #include "gpu_port.h"
 #include "gpucoll_core.h"
+#include "ipc_cache.hpp"
 #include "peer_args.h"
 
 using namespace gpucoll;
@@ -23,11 +24,16 @@ using namespace gpucoll;
 namespace {
 
 // One rank's slot in the shared control block. `post` packs the sequence
-// number of the rank's latest collective, whether it can take the peer path
-// and a hash of the call's arguments: one atomic word, so a reader never sees
-// half an update.
+// number of the rank's latest collective, whether it can take the peer path,
+// whether its buffers can be mapped by the peers (zero-copy) and a hash of
+// the call's arguments: one atomic word, so a reader never sees half an
+// update. The buffer descriptors are written before the post that publishes
+// them (release/acquire).
 struct alignas(128) ShmRank {
     std::atomic<uint64_t> post;
+    std::atomic<uint64_t> mapped; // seq << 1 | whether this rank mapped every peer's buffers
+    long pid;
+    IpcDesc src_desc, dst_desc;
     std::atomic<uint32_t> gpu_state; // 0 not yet, 1 ready, 2 failed
     int device;
     char bus_id[32];
@@ -39,17 +45,21 @@ struct ShmBlock {
     ShmRank ranks[kMaxPeers];
 };
 
-uint64_t pack_post(uint64_t seq, bool ok, uint32_t hash) { return seq << 16 | (ok ? 1u << 15 : 0) | (hash & 0x7fff); }
+uint64_t pack_post(uint64_t seq, bool ok, bool direct, uint32_t hash)
+{
+    return seq << 16 | (ok ? 1u << 15 : 0) | (direct ? 1u << 14 : 0) | (hash & 0x3fff);
+}
 uint64_t post_seq(uint64_t p) { return p >> 16; }
 bool post_ok(uint64_t p) { return (p >> 15) & 1; }
-uint32_t post_hash(uint64_t p) { return p & 0x7fff; }
+bool post_direct(uint64_t p) { return (p >> 14) & 1; }
+uint32_t post_hash(uint64_t p) { return p & 0x3fff; }
 
 uint32_t args_hash(const gpucoll_coll_args_t &a)
 {
     uint64_t h = 1469598103934665603ull;
     for (uint64_t v : {(uint64_t)a.kind, (uint64_t)a.count, (uint64_t)a.dtype, (uint64_t)a.op, (uint64_t)a.root})
         h = (h ^ v) * 1099511628211ull;
-    return (uint32_t)(h ^ (h >> 32)) & 0x7fff; // what a post word holds
+    return (uint32_t)(h ^ (h >> 32)) & 0x3fff; // what a post word holds
 }
 
 using Clock = std::chrono::steady_clock;
@@ -81,6 +91,7 @@ struct gpucoll_team {
     size_t half_bytes = 0;
     gpuStream_t stream = nullptr;
     int *error = nullptr; // host-mapped flag the kernels raise on timeout
+    IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
 };
 
 namespace {
@@ -112,6 +123,8 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     *t->error = 0;
     if ((e = gpuDeviceSynchronize()) != gpuSuccess) return gpu_error("setting up scratch", e);
     me.device = device;
+    me.pid = (long)getpid();
+    t->ipc = &process_ipc_cache();
     return GPUCOLL_SUCCESS;
 }
 
@@ -177,6 +190,7 @@ void release_gpu(gpucoll_team *t)
         if (r == t->rank) gpuFree(t->scratch[r]);
         else gpuIpcCloseMemHandle(t->scratch[r]);
     }
+    t->ipc = nullptr; // the process's cache outlives teams
     if (t->stream) gpuStreamDestroy(t->stream);
     if (t->error) gpuFreeHost(t->error);
 }
@@ -249,13 +263,15 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
 namespace {
 
 // Posts this rank's answer for call `seq` and, if it can take the peer path,
-// gathers everyone's. True if all ranks can, with the same arguments.
-gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, uint32_t hash, bool *all_ok)
+// gathers everyone's. *all_ok: all ranks can, with the same arguments;
+// *all_direct: and all can have their buffers mapped.
+gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, uint32_t hash, bool *all_ok,
+                       bool *all_direct)
 {
-    t->shm->ranks[t->rank].post.store(pack_post(seq, ok, hash), std::memory_order_release);
-    *all_ok = false;
+    t->shm->ranks[t->rank].post.store(pack_post(seq, ok, direct, hash), std::memory_order_release);
+    *all_ok = *all_direct = false;
     if (!ok) return GPUCOLL_SUCCESS;
-    bool result = true;
+    bool result = true, dir = direct;
     for (int r = 0; r < t->size; r++) {
         uint64_t p = 0;
         auto &slot = t->shm->ranks[r].post;
@@ -264,9 +280,31 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, uint32_t hash, bo
                                 (unsigned long long)seq, config().timeout_ms);
         // A rank past `seq` did not wait for us there, so it could not take the peer path.
         result &= post_seq(p) == seq && post_ok(p) && post_hash(p) == hash;
+        dir &= post_direct(p);
     }
     *all_ok = result;
+    *all_direct = result && dir;
     return GPUCOLL_SUCCESS;
+}
+
+// Whether this call may run zero-copy from this rank's side: a kind with a
+// direct kernel, large enough, buffers that can be exported and are aligned
+// for 16-byte accesses (the peers access them with our layout).
+bool direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, size_t elt, int nranks)
+{
+    size_t bytes = a.count * elt;
+    switch (a.kind) {
+    case GPUCOLL_COLL_ALLREDUCE:
+        if (cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_ONESHOT || cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_TWOSHOT)
+            return false;
+        return cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_DIRECT ||
+               (bytes > cfg.oneshot_max_bytes && bytes >= cfg.direct_min_bytes);
+    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
+        return a.sbuf != nullptr && bytes % 16 == 0 && bytes * nranks >= cfg.direct_min_bytes;
+    case GPUCOLL_COLL_ALLGATHER: return bytes % 16 == 0 && bytes * nranks >= cfg.direct_min_bytes;
+    case GPUCOLL_COLL_BCAST: return bytes >= cfg.direct_min_bytes;
+    default: return false;
+    }
 }
 
 } // namespace
@@ -280,20 +318,35 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     // Local verdict: device buffers on this team's GPU, a kernel for the type and op.
     int device = -1;
     bool ok = a.local_ok && t->gpu != gpucoll_team::GpuFailed;
+    bool direct = false;
+    size_t elt = gpucoll_dtype_size(a.dtype);
+    gpu_port_ptr_info_t ri{}, si{};
+    // What the kernel reads as this rank's input (in-place allgather: our block of the output).
+    const void *src_ptr = a.sbuf ? a.sbuf
+                                 : (a.kind == GPUCOLL_COLL_ALLGATHER ? static_cast<char *>(a.rbuf) + t->rank * a.count * elt
+                                                                     : a.rbuf);
     if (ok) {
-        gpu_port_ptr_info_t ri, si;
-        gpu_port_query_pointer(a.rbuf, &ri);
-        gpu_port_query_pointer(a.sbuf ? a.sbuf : a.rbuf, &si);
+        gpu_port_query_kind(a.rbuf, &ri);
+        gpu_port_query_kind(src_ptr, &si);
         bool rbuf_needed = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
         device = si.device;
         ok = si.kind == GPU_PORT_MEM_DEVICE && (!rbuf_needed || (ri.kind == GPU_PORT_MEM_DEVICE && ri.device == device));
         if (t->gpu == gpucoll_team::GpuReady && device != t->device) ok = false;
     }
     Plan plan{};
-    if (ok) ok = make_plan(a, t->rank, t->size, cfg, &plan);
+    if (ok) ok = make_plan(a, t->rank, t->size, cfg, false, &plan);
+    // Zero-copy needs the scratch (for its flags) to exist already: the
+    // first call of a team always goes through scratch.
+    if (ok && t->gpu == gpucoll_team::GpuReady && direct_candidate(a, cfg, elt, t->size) &&
+        (uintptr_t)src_ptr % 16 == 0 && (uintptr_t)a.rbuf % 16 == 0) {
+        ShmRank &me = t->shm->ranks[t->rank];
+        gpu_port_query_pointer(src_ptr, &si); // base and buffer id too
+        gpu_port_query_pointer(a.rbuf, &ri);
+        direct = t->ipc->describe(src_ptr, si, &me.src_desc) && t->ipc->describe(a.rbuf, ri, &me.dst_desc);
+    }
 
-    bool all_ok;
-    gpucoll_status_t st = agree(t, seq, ok, args_hash(a), &all_ok);
+    bool all_ok, all_direct;
+    gpucoll_status_t st = agree(t, seq, ok, direct, args_hash(a), &all_ok, &all_direct);
     if (st != GPUCOLL_SUCCESS) return st;
     if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
 
@@ -301,11 +354,39 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         if ((st = setup_gpu(t, device)) != GPUCOLL_SUCCESS) return st;
     }
     if (t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED; // every rank saw the same failure
+    // Zero-copy: map every peer's buffers, then agree once more, since a
+    // rank that cannot map one (e.g. the allocation is already mapped in
+    // that process by other means) must be able to send everyone back to
+    // the scratch path rather than fail the call.
+    const char *peer_src[kMaxPeers] = {}, *peer_dst_c[kMaxPeers] = {};
+    if (all_direct) {
+        DeviceGuard g(t->device);
+        bool mapped = true;
+        for (int r = 0; r < t->size && mapped; r++) {
+            if (r == t->rank) continue;
+            const ShmRank &peer = t->shm->ranks[r];
+            mapped = (peer_src[r] = t->ipc->map(peer.pid, peer.src_desc)) != nullptr &&
+                     (peer_dst_c[r] = t->ipc->map(peer.pid, peer.dst_desc)) != nullptr;
+        }
+        if (!mapped && cfg.verbose >= 10)
+            fprintf(stderr, "coll:gpu: rank %d: zero-copy not possible, scratch path instead: %s\n", t->rank,
+                    gpucoll_last_error());
+        t->shm->ranks[t->rank].mapped.store(seq << 1 | (mapped ? 1 : 0), std::memory_order_release);
+        for (int r = 0; r < t->size; r++) {
+            uint64_t m = 0;
+            auto &slot = t->shm->ranks[r].mapped;
+            if (!wait_until([&] { return ((m = slot.load(std::memory_order_acquire)) >> 1) >= seq; }))
+                return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not map its peers' buffers within %d ms", r,
+                                    config().timeout_ms);
+            all_direct &= (m & 1) != 0;
+        }
+    }
+    if (all_direct && !make_plan(a, t->rank, t->size, cfg, true, &plan))
+        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no zero-copy plan for collective %d", (int)a.kind);
 
     // Chunks must fit in half of the scratch; every rank computes the same.
-    size_t elt = gpucoll_dtype_size(a.dtype);
     size_t max_chunk = max_chunk_elems(plan, t->half_bytes, elt);
-    if (plan.chunk > max_chunk) plan.chunk = max_chunk;
+    if (!is_direct(plan.algo) && plan.chunk > max_chunk) plan.chunk = max_chunk;
 
     PeerArgs k{};
     k.algo = plan.algo;
@@ -324,10 +405,16 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     k.error = t->error;
     k.vector_ok = ((uintptr_t)k.src % 16 == 0) && ((uintptr_t)k.dst % 16 == 0) &&
                   (!plan.strided || (a.count * elt) % 16 == 0);
-    size_t steps = (a.count + plan.chunk - 1) / plan.chunk;
+    size_t steps = is_direct(plan.algo) ? 1 : (a.count + plan.chunk - 1) / plan.chunk;
     t->epoch += steps;
 
     DeviceGuard g(t->device);
+    if (is_direct(plan.algo)) {
+        for (int r = 0; r < t->size; r++) {
+            k.peer_src[r] = r == t->rank ? k.src : peer_src[r];
+            k.peer_dst[r] = r == t->rank ? k.dst : const_cast<char *>(peer_dst_c[r]);
+        }
+    }
     int blocks = blocks_for(plan, elt, cfg, t->size);
     if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream))
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),

@@ -11,12 +11,12 @@ template <class T, class Op, bool only_root = false>
 __device__ bool allreduce_oneshot_step(const PeerArgs &a, size_t off, size_t n, uint64_t epoch)
 {
     T *mine = reinterpret_cast<T *>(step_area(a, a.rank, epoch));
-    copy_elems(mine, reinterpret_cast<const T *>(a.src) + off, n, a.vector_ok);
+    copy_elems(mine, reinterpret_cast<const T *>(a.src) + off, n, a.vector_ok, a.chunk);
     if (!peer_barrier(a, 0, epoch)) return false;
     if (only_root && a.rank != a.root) return true;
     T *srcs[kMaxPeers];
     for (int j = 0; j < a.nranks; j++) srcs[j] = reinterpret_cast<T *>(step_area(a, j, epoch));
-    reduce_elems<T, Op>(reinterpret_cast<T *>(a.dst) + off, srcs, a.nranks, n, a.vector_ok);
+    reduce_elems<T, Op>(reinterpret_cast<T *>(a.dst) + off, srcs, a.nranks, n, a.vector_ok, nullptr, a.chunk);
     return true;
 }
 

@@ -22,7 +22,7 @@ __device__ bool allreduce_twoshot_step(const PeerArgs &a, size_t off, size_t n, 
     T *mine = reinterpret_cast<T *>(step_area(a, a.rank, epoch));
     T *dst = reinterpret_cast<T *>(a.dst) + off;
     copy_elems(mine, reinterpret_cast<const T *>(a.src) + off, n, a.vector_ok);
-    if (!peer_barrier(a, 0, epoch)) return false;
+    if (!peer_barrier(a, 0, epoch, true)) return false; // slices cross block partitions
 
     Range s = twoshot_slice<T>(n, a.rank, a.nranks);
     T *srcs[kMaxPeers];
@@ -30,7 +30,7 @@ __device__ bool allreduce_twoshot_step(const PeerArgs &a, size_t off, size_t n, 
     // The reduced slice goes to our output and to the result area the others read.
     T *result = mine + a.chunk;
     reduce_elems<T, Op>(result + s.begin, srcs, a.nranks, s.end - s.begin, a.vector_ok, dst + s.begin);
-    if (!peer_barrier(a, 1, epoch)) return false;
+    if (!peer_barrier(a, 1, epoch, true)) return false;
 
     for (int p = 1; p < a.nranks; p++) {
         int peer = (a.rank + p) % a.nranks; // stagger so ranks do not all read one peer at once

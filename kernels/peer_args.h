@@ -10,10 +10,12 @@
 namespace gpucoll {
 
 constexpr int kMaxPeers = 8;
-constexpr int kMaxBlocks = 64;
+constexpr int kMaxBlocks = 128;
+constexpr int kPhases = 3; // barriers per step at most (the direct allreduce has three)
 // Each rank's scratch starts with barrier flags: [phase][rank][block].
-constexpr size_t kFlagsBytes = 2 * kMaxPeers * kMaxBlocks * sizeof(uint64_t);
+constexpr size_t kFlagsBytes = kPhases * kMaxPeers * kMaxBlocks * sizeof(uint64_t);
 constexpr size_t kDataOffset = 64 * 1024;
+static_assert(kFlagsBytes <= kDataOffset, "barrier flags overflow into the data area");
 
 enum class PeerAlgo : int {
     AllreduceOneShot = 0, // copy in, barrier, every rank reduces everything
@@ -23,7 +25,12 @@ enum class PeerAlgo : int {
     Allgather,            // copy in, barrier, read every rank's block
     Bcast,                // root copies in, barrier, the others read it
     Alltoall,             // copy blocks in, barrier, read own block of every rank
-    LocalReduce           // dst = src op dst on one GPU, no peers
+    LocalReduce,          // dst = src op dst on one GPU, no peers
+    // Zero-copy: peers' user buffers are mapped (CUDA IPC), no scratch, no chunks.
+    AllreduceDirect,      // barrier, reduce own slice from peers' inputs, barrier, gather slices, barrier
+    ReduceScatterBlockDirect, // barrier, reduce own block from peers' inputs, barrier
+    AllgatherDirect,      // barrier, read every peer's input, barrier
+    BcastDirect           // barrier, read the root's buffer, barrier
 };
 
 struct PeerArgs {
@@ -39,7 +46,16 @@ struct PeerArgs {
     uint64_t timeout_ns;
     int *error;               // host-mapped: set non-zero on timeout
     int vector_ok;            // src, dst and strides allow 16-byte accesses
+    // Direct algorithms: every rank's input and output, mapped here (ours too).
+    const char *peer_src[kMaxPeers];
+    char *peer_dst[kMaxPeers];
 };
+
+constexpr bool is_direct(PeerAlgo a)
+{
+    return a == PeerAlgo::AllreduceDirect || a == PeerAlgo::ReduceScatterBlockDirect ||
+           a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect;
+}
 
 // Launches the kernel for `a` on `stream`; returns false for a pair the
 // kernels do not implement. gpuStream_t is passed as void* to keep GPU headers out.

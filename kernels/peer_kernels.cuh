@@ -4,14 +4,18 @@
 #pragma once
 
 #include "allgather.cuh"
+#include "allgather_direct.cuh"
+#include "allreduce_direct.cuh"
 #include "allreduce_oneshot.cuh"
 #include "allreduce_twoshot.cuh"
 #include "alltoall.cuh"
 #include "bcast.cuh"
+#include "bcast_direct.cuh"
 #include "local_reduce.cuh"
 #include "peer_args.h"
 #include "reduce.cuh"
 #include "reduce_scatter_block.cuh"
+#include "reduce_scatter_block_direct.cuh"
 
 namespace gpucoll {
 
@@ -32,6 +36,8 @@ template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
     case PeerAlgo::Reduce: run_steps<reduce_step<T, Op>>(a); break;
     case PeerAlgo::ReduceScatterBlock: run_steps<reduce_scatter_block_step<T, Op>>(a); break;
     case PeerAlgo::LocalReduce: local_reduce<T, Op>(a); break;
+    case PeerAlgo::AllreduceDirect: allreduce_direct<T, Op>(a); break;
+    case PeerAlgo::ReduceScatterBlockDirect: reduce_scatter_block_direct<T, Op>(a); break;
     default: break;
     }
 }

@@ -8,13 +8,17 @@
 namespace gpucoll {
 
 // The part [begin, end) of n elements that this block handles, in units of
-// `align` elements so that 16-byte accesses stay aligned.
+// `align` elements so that 16-byte accesses stay aligned. The partition is
+// laid out over `span` >= n elements: with span fixed for a whole kernel
+// (the chunk), block b owns the same addresses in every step, which lets the
+// barrier pair block b only with block b of the other ranks.
 struct Range {
     size_t begin, end;
 };
-__device__ inline Range block_range(size_t n, size_t align)
+__device__ inline Range block_range(size_t n, size_t align, size_t span)
 {
-    size_t units = (n + align - 1) / align;
+    if (span < n) span = n;
+    size_t units = (span + align - 1) / align;
     size_t per = (units + gridDim.x - 1) / gridDim.x * align;
     size_t b = blockIdx.x * per;
     size_t e = b + per;
@@ -26,9 +30,14 @@ __device__ inline uint64_t *flag_slot(char *scratch, int phase, int rank, int bl
     return reinterpret_cast<uint64_t *>(scratch) + ((size_t)phase * kMaxPeers + rank) * kMaxBlocks + block;
 }
 
-// All blocks of all ranks reach this point of step `epoch` before any goes
-// on. Returns false (and flags an error) if a peer does not arrive in time.
-__device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch)
+// Every rank reaches this point of step `epoch` before this block goes on.
+// By default block b waits only for block b of each rank: enough when block b
+// reads only what block b of the others wrote (same partition, see
+// block_range), and a wait of nranks flags instead of nranks x blocks. With
+// all_blocks it waits for every block of every rank (the scratch two-shot,
+// whose reduce reads what other blocks copied in). Returns false (and flags
+// an error) if a peer does not arrive within the timeout.
+__device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch, bool all_blocks = false)
 {
     __shared__ int failed;
     if (threadIdx.x == 0) failed = 0;
@@ -37,9 +46,11 @@ __device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch
         __threadfence_system();
         gpu_store_release_sys(flag_slot(a.scratch[threadIdx.x], phase, a.rank, blockIdx.x), epoch);
     }
-    int waits = a.nranks * gridDim.x;
+    int per_rank = all_blocks ? gridDim.x : 1;
+    int waits = a.nranks * per_rank;
     for (int i = threadIdx.x; i < waits; i += blockDim.x) {
-        const uint64_t *f = flag_slot(a.scratch[a.rank], phase, i / gridDim.x, i % gridDim.x);
+        int block = all_blocks ? i % per_rank : blockIdx.x;
+        const uint64_t *f = flag_slot(a.scratch[a.rank], phase, i / per_rank, block);
         uint64_t start = gpu_global_timer_ns();
         while (gpu_load_acquire_sys(f) < epoch) {
             if (gpu_global_timer_ns() - start > a.timeout_ns) {
@@ -55,10 +66,10 @@ __device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch
 
 // dst[i] = src[i] for this block's share of n elements of T.
 template <class T>
-__device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok)
+__device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok, size_t span = 0)
 {
     constexpr size_t V = 16 / sizeof(T);
-    Range r = block_range(n, V);
+    Range r = block_range(n, V, span);
     if (vector_ok) {
         size_t vend = r.begin + (r.end - r.begin) / V * V;
         for (size_t i = r.begin + threadIdx.x * V; i < vend; i += blockDim.x * V)
@@ -72,12 +83,13 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
 // dst[i] = op over j of srcs[j][i], for this block's share of n elements.
 // Accumulates in Acc<T>::type and rounds once.
 template <class T, class Op>
-__device__ inline void reduce_elems(T *dst, T *const *srcs, int nsrc, size_t n, bool vector_ok, T *dst2 = nullptr)
+__device__ inline void reduce_elems(T *dst, T *const *srcs, int nsrc, size_t n, bool vector_ok, T *dst2 = nullptr,
+                                    size_t span = 0)
 {
     using A = Acc<T>;
     using AT = typename A::type;
     constexpr size_t V = 16 / sizeof(T);
-    Range r = block_range(n, V);
+    Range r = block_range(n, V, span);
     size_t vend = vector_ok ? r.begin + (r.end - r.begin) / V * V : r.begin;
     for (size_t i = r.begin + threadIdx.x * V; i < vend; i += blockDim.x * V) {
         union U { uint4 v; T e[V]; };

@@ -10,11 +10,11 @@ __device__ bool reduce_scatter_block_step(const PeerArgs &a, size_t off, size_t 
 {
     T *mine = reinterpret_cast<T *>(step_area(a, a.rank, epoch));
     const T *src = reinterpret_cast<const T *>(a.src);
-    for (int q = 0; q < a.nranks; q++) copy_elems(mine + q * a.chunk, src + q * a.count + off, n, a.vector_ok);
+    for (int q = 0; q < a.nranks; q++) copy_elems(mine + q * a.chunk, src + q * a.count + off, n, a.vector_ok, a.chunk);
     if (!peer_barrier(a, 0, epoch)) return false;
     T *srcs[kMaxPeers];
     for (int j = 0; j < a.nranks; j++) srcs[j] = reinterpret_cast<T *>(step_area(a, j, epoch)) + a.rank * a.chunk;
-    reduce_elems<T, Op>(reinterpret_cast<T *>(a.dst) + off, srcs, a.nranks, n, a.vector_ok);
+    reduce_elems<T, Op>(reinterpret_cast<T *>(a.dst) + off, srcs, a.nranks, n, a.vector_ok, nullptr, a.chunk);
     return true;
 }
 

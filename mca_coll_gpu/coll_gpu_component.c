@@ -40,6 +40,8 @@ static int param_max_peers = GPUCOLL_DEFAULT_MAX_PEERS;
 static int param_max_blocks = GPUCOLL_DEFAULT_MAX_BLOCKS;
 static int param_threads = GPUCOLL_DEFAULT_THREADS;
 static int param_timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
+static size_t param_direct_min_bytes = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES;
+static int param_ipc_cache_entries = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES;
 /* Across nodes (coll_gpu_hier.c, docs/multinode.md). */
 static int param_virtual_node_size = 0;
 static int param_inter_path = GPUCOLL_INTER_AUTO;
@@ -51,7 +53,7 @@ static const mca_base_var_enum_value_t path_values[] = {
     {GPUCOLL_PATH_AUTO, "auto"}, {GPUCOLL_PATH_STAGED, "staged"}, {GPUCOLL_PATH_IPC, "ipc"}, {0, NULL}};
 static const mca_base_var_enum_value_t allreduce_values[] = {
     {GPUCOLL_ALLREDUCE_AUTO, "auto"}, {GPUCOLL_ALLREDUCE_ONESHOT, "oneshot"},
-    {GPUCOLL_ALLREDUCE_TWOSHOT, "twoshot"}, {0, NULL}};
+    {GPUCOLL_ALLREDUCE_TWOSHOT, "twoshot"}, {GPUCOLL_ALLREDUCE_DIRECT, "direct"}, {0, NULL}};
 static const mca_base_var_enum_value_t inter_path_values[] = {
     {GPUCOLL_INTER_AUTO, "auto"}, {GPUCOLL_INTER_HIER, "hier"}, {GPUCOLL_INTER_STAGED, "staged"}, {0, NULL}};
 static const mca_base_var_enum_value_t ucx_device_path_values[] = {
@@ -103,10 +105,18 @@ static int gpu_register(void)
                      "communicator's info key coll_gpu_path=staged forces staged on that communicator.",
              path_values, &param_path);
     reg_enum("allreduce_algorithm", "Allreduce over peer memory: auto (one-shot up to oneshot_max_bytes, "
-                                    "two-shot above), oneshot, twoshot",
+                                    "zero-copy two-shot above where all buffers can be mapped, else two-shot "
+                                    "through scratch), oneshot, twoshot (through scratch), direct (zero-copy)",
              allreduce_values, &param_allreduce_algorithm);
     reg_size("oneshot_max_bytes", "Largest allreduce (bytes) that the auto choice runs one-shot",
              OPAL_INFO_LVL_5, &param_oneshot_max_bytes);
+    reg_size("direct_min_bytes", "Smallest message (bytes, all ranks' blocks for allgather/reduce_scatter_block) "
+                                 "that runs zero-copy: peers read each other's buffers through CUDA IPC instead "
+                                 "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes",
+             OPAL_INFO_LVL_5, &param_direct_min_bytes);
+    reg_int("ipc_cache_entries", "Peer buffers each rank keeps mapped per communicator (least recently used ones "
+                                 "are unmapped first); bounds the memory held for freed peer buffers",
+            OPAL_INFO_LVL_6, &param_ipc_cache_entries);
     reg_size("scratch_bytes", "Bytes of peer-visible GPU scratch per rank and communicator (larger messages are "
                               "pipelined through it)", OPAL_INFO_LVL_5, &param_scratch_bytes);
     reg_size("staging_cache_bytes", "Pinned host memory kept cached for the staged path", OPAL_INFO_LVL_6,
@@ -158,6 +168,8 @@ static int gpu_open(void)
     cfg->max_blocks = param_max_blocks;
     cfg->threads_per_block = param_threads;
     cfg->timeout_ms = param_timeout_ms;
+    cfg->direct_min_bytes = param_direct_min_bytes;
+    cfg->ipc_cache_entries = param_ipc_cache_entries;
     cfg->virtual_node_size = param_virtual_node_size > 0 ? param_virtual_node_size : 0;
     cfg->inter_path = param_inter_path;
     cfg->ucx_device_path = param_ucx_device_path;

@@ -597,7 +597,7 @@ int main(int argc, char **argv)
     add_dtype("fp16", ext.float16, 2, K_HALF);
     add_dtype("bf16", ext.bfloat16, 2, K_BF16);
 
-    size_t sizes_full[] = {1, 7, 1003, 65537, (1u << 20) + 5};
+    size_t sizes_full[] = {1, 7, 1003, 65537, 1u << 18, (1u << 20) + 5};
     size_t sizes_quick[] = {1, 7, 1003};
     size_t *sizes = quick ? sizes_quick : sizes_full;
     int nsizes = quick ? 3 : 5;

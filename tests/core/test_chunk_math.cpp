@@ -1,0 +1,286 @@
+// Chunk, slice and block partitions of the peer-to-peer path, without a GPU.
+//
+// The host side (core/algo_select: make_plan, max_chunk_elems, blocks_for)
+// is called directly. The device side is the real code of kernels/*.cuh,
+// compiled for the host through kernel_host_shim.h: run_steps (the step
+// loop), block_range (each block's share), twoshot_slice (each rank's
+// slice) and, run block by block and thread by thread, copy_elems and
+// reduce_elems, so that a partition bug shows up as a wrong or missing
+// element and not only as a broken invariant.
+#include "kernel_host_shim.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <vector>
+
+#include "algo_select.hpp"
+#include "peer_kernels.cuh"
+
+using namespace gpucoll;
+
+static int failures;
+#define CHECK(cond, ...)                                                         \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            if (failures < 30) {                                                 \
+                std::printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
+                std::printf(__VA_ARGS__);                                        \
+                std::printf("\n");                                               \
+            }                                                                    \
+            failures++;                                                          \
+        }                                                                        \
+    } while (0)
+
+// Sizes around every 16-element boundary, then large odd ones.
+static std::vector<size_t> test_counts()
+{
+    std::vector<size_t> v;
+    for (size_t n = 0; n <= 300; n++) v.push_back(n);
+    for (size_t n : {1021ul, 4097ul, 65537ul, 999999ul, 1048577ul, 8388609ul, 33554431ul, 134217731ul})
+        v.push_back(n);
+    return v;
+}
+
+// ---- the step loop (run_steps) over the plan's chunk --------------------------
+struct StepLog {
+    size_t next_off;
+    uint64_t next_epoch;
+    size_t steps, max_n;
+    bool in_order;
+};
+static StepLog step_log;
+static bool record_step(const PeerArgs &, size_t off, size_t n, uint64_t epoch)
+{
+    StepLog &l = step_log;
+    if (off != l.next_off || epoch != l.next_epoch || n == 0) l.in_order = false;
+    l.next_off = off + n;
+    l.next_epoch = epoch + 1;
+    l.steps++;
+    if (n > l.max_n) l.max_n = n;
+    return true;
+}
+
+struct Call {
+    gpucoll_coll_kind_t kind;
+    gpucoll_op_t op;
+};
+
+// One plan: its chunk, its blocks for several caps, and the steps the kernel
+// takes through each scratch size.
+static void check_plan(Plan p, size_t count, size_t elt, int nranks, gpucoll_config_t cfg,
+                       const std::vector<size_t> &halves)
+{
+    CHECK(p.chunk % 16 == 0 && p.chunk >= count && p.chunk < count + 16, "plan chunk %zu for count %zu", p.chunk,
+          count);
+    for (int max_blocks : {1, 7, 64, 1000}) {
+        cfg.max_blocks = max_blocks;
+        int cap = max_blocks < kMaxBlocks ? max_blocks : kMaxBlocks;
+        int blocks = blocks_for(p, elt, cfg, nranks);
+        CHECK(blocks >= 1 && blocks <= cap, "blocks %d cap %d", blocks, cap);
+    }
+    for (size_t half : halves) {
+        // What team.cpp hands the kernel: scratch algorithms are cut to a
+        // scratch half, zero-copy ones are not.
+        size_t chunk = p.chunk;
+        if (!is_direct(p.algo)) {
+            size_t max_chunk = max_chunk_elems(p, half, elt);
+            CHECK(max_chunk > 0 && max_chunk % 16 == 0, "max_chunk %zu", max_chunk);
+            if (chunk > max_chunk) chunk = max_chunk;
+            CHECK(chunk * elt * (size_t)p.scratch_blocks_per_step <= half, "chunk %zu x %zu B x %d areas > half %zu",
+                  chunk, elt, p.scratch_blocks_per_step, half);
+        }
+        CHECK(chunk % 16 == 0 || chunk >= count, "chunk %zu count %zu", chunk, count);
+        size_t steps = (count + chunk - 1) / chunk;
+        CHECK(steps * chunk >= count && (steps - 1) * chunk < count, "%zu steps of %zu for %zu", steps, chunk, count);
+        if (steps > 20000) continue; // the loop below is linear in steps
+        PeerArgs k{};
+        k.count = count;
+        k.chunk = chunk;
+        k.epoch0 = 1000 + count;
+        step_log = StepLog{0, k.epoch0, 0, 0, true};
+        run_steps<record_step>(k);
+        CHECK(step_log.in_order && step_log.next_off == count && step_log.max_n <= chunk,
+              "steps of count %zu chunk %zu", count, chunk);
+        CHECK(step_log.steps == steps, "%zu steps, want %zu", step_log.steps, steps);
+    }
+}
+
+static void check_plans()
+{
+    const Call calls[] = {{GPUCOLL_COLL_ALLREDUCE, GPUCOLL_OP_SUM},          {GPUCOLL_COLL_REDUCE, GPUCOLL_OP_MAX},
+                          {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, GPUCOLL_OP_SUM}, {GPUCOLL_COLL_ALLGATHER, GPUCOLL_OP_NONE},
+                          {GPUCOLL_COLL_BCAST, GPUCOLL_OP_NONE},             {GPUCOLL_COLL_ALLTOALL, GPUCOLL_OP_NONE}};
+    const gpucoll_dtype_t dtypes[] = {GPUCOLL_UINT8, GPUCOLL_FLOAT16, GPUCOLL_FLOAT32, GPUCOLL_FLOAT64};
+    // Scratch sizes as the team cuts them: the default, and small ones that
+    // force many steps (a half of 4 KiB holds 2048 fp16 elements at most).
+    std::vector<size_t> halves;
+    for (size_t scratch : {(size_t)GPUCOLL_DEFAULT_SCRATCH_BYTES, (size_t)1 << 20, kDataOffset + 2 * 4096})
+        halves.push_back((scratch - kDataOffset) / 2 / 4096 * 4096);
+    const std::vector<size_t> counts = test_counts();
+
+    for (int algo_param : {GPUCOLL_ALLREDUCE_AUTO, GPUCOLL_ALLREDUCE_ONESHOT, GPUCOLL_ALLREDUCE_TWOSHOT,
+                           GPUCOLL_ALLREDUCE_DIRECT}) {
+        gpucoll_config_t cfg{};
+        cfg.allreduce_algorithm = (gpucoll_allreduce_algo_t)algo_param;
+        gpucoll_config_fill_defaults(&cfg);
+        for (const Call &c : calls) {
+            // The algorithm parameter only matters to allreduce.
+            if (algo_param != GPUCOLL_ALLREDUCE_AUTO && c.kind != GPUCOLL_COLL_ALLREDUCE) continue;
+            for (int nranks = 1; nranks <= kMaxPeers; nranks++)
+                for (gpucoll_dtype_t dt : dtypes)
+                    for (bool direct : {false, true})
+                        for (size_t count : counts) {
+                            if (count == 0) continue;
+                            gpucoll_coll_args_t a{};
+                            a.kind = c.kind;
+                            a.count = count;
+                            a.dtype = dt;
+                            a.op = c.op;
+                            a.local_ok = 1;
+                            Plan p{};
+                            bool ok = make_plan(a, 0, nranks, cfg, direct, &p);
+                            // Through scratch every pair has a plan; not every kind has a
+                            // zero-copy one (test_algo_select covers which).
+                            CHECK(ok || direct, "kind %d n %zu ranks %d: no plan", c.kind, count, nranks);
+                            if (!ok) continue;
+                            check_plan(p, count, gpucoll_dtype_size(dt), nranks, cfg, halves);
+                        }
+        }
+    }
+}
+
+// ---- block_range: blocks of a grid cut [0, n) into aligned, disjoint parts ----
+static void check_block_ranges()
+{
+    for (size_t n : test_counts())
+        for (size_t align : {16ul, 8ul, 4ul, 2ul}) // 16 bytes of 1-, 2-, 4- and 8-byte elements
+            for (unsigned grid = 1; grid <= (unsigned)kMaxBlocks; grid += grid < 64 ? 1 : 64) {
+                if (n > 100000 && grid % 8 != 1) continue; // keep large n cheap
+                // span: the whole-kernel layout a last, shorter step keeps.
+                for (size_t span : {(size_t)0, n + 1, (n + 15) / 16 * 16 + 32}) {
+                    gridDim.x = grid;
+                    size_t next = 0;
+                    for (unsigned b = 0; b < grid; b++) {
+                        blockIdx.x = b;
+                        Range r = block_range(n, align, span);
+                        CHECK(r.begin == next && r.end >= r.begin && r.end <= n,
+                              "n %zu align %zu grid %u span %zu block %u: [%zu,%zu) after %zu", n, align, grid, span,
+                              b, r.begin, r.end, next);
+                        CHECK(r.begin == n || r.begin % align == 0, "unaligned begin %zu", r.begin);
+                        // The same block owns the same addresses whatever n <= span.
+                        Range whole = block_range(span > n ? span : n, align, span);
+                        CHECK(r.begin == (whole.begin < n ? whole.begin : n) &&
+                                  r.end == (whole.end < n ? whole.end : n),
+                              "block %u moved between n %zu and span %zu", b, n, span);
+                        next = r.end;
+                    }
+                    CHECK(next == n, "n %zu grid %u covered up to %zu", n, grid, next);
+                }
+            }
+    blockIdx.x = 0;
+    gridDim.x = 1;
+}
+
+// ---- twoshot_slice: the ranks' slices of one step --------------------------
+template <class T> static void check_twoshot_slices_of()
+{
+    constexpr size_t V = 16 / sizeof(T);
+    for (size_t n : test_counts())
+        for (int nranks = 1; nranks <= kMaxPeers; nranks++) {
+            size_t next = 0;
+            for (int r = 0; r < nranks; r++) {
+                Range s = twoshot_slice<T>(n, r, nranks);
+                CHECK(s.begin == next && s.end >= s.begin && s.end <= n, "n %zu ranks %d rank %d: [%zu,%zu)", n,
+                      nranks, r, s.begin, s.end);
+                CHECK(s.begin == n || (s.begin * sizeof(T)) % 16 == 0, "slice start %zu not 16-byte aligned (V %zu)",
+                      s.begin, V);
+                next = s.end;
+            }
+            CHECK(next == n, "n %zu ranks %d: slices cover %zu", n, nranks, next);
+        }
+}
+
+// ---- the element loops, run as a grid would run them ------------------------
+// Every rank's data as the two-shot step sees it: rank j's element i.
+static float src_value(int j, size_t i) { return (float)((i * 7 + (size_t)j * 13) % 1000) - 500.0f; }
+
+template <class T> static T to_elem(float f);
+template <> float to_elem<float>(float f) { return f; }
+template <> bf16_t to_elem<bf16_t>(float f) { return Acc<bf16_t>::store(f); }
+template <class T> static float from_elem(T v);
+template <> float from_elem<float>(float v) { return v; }
+template <> float from_elem<bf16_t>(bf16_t v) { return Acc<bf16_t>::load(v); }
+
+// Reduces n elements of nranks inputs the two-shot way: each rank its slice,
+// each slice over a grid of blocks and threads; checks every element once.
+template <class T>
+static void run_twoshot_reduce(size_t n, int nranks, unsigned grid, unsigned threads, bool vector_ok)
+{
+    const size_t pad = 16;
+    std::vector<std::vector<T>> in(nranks, std::vector<T>(n + pad));
+    for (int j = 0; j < nranks; j++)
+        for (size_t i = 0; i < n; i++) in[j][i] = to_elem<T>(src_value(j, i));
+    const T sentinel = to_elem<T>(12345.0f);
+    std::vector<T> out(n + pad, sentinel), out2(n + pad, sentinel);
+    for (int r = 0; r < nranks; r++) {
+        Range s = twoshot_slice<T>(n, r, nranks);
+        T *srcs[kMaxPeers];
+        for (int j = 0; j < nranks; j++) srcs[j] = in[j].data() + s.begin;
+        kernel_host_launch(grid, threads, [&] {
+            reduce_elems<T, OpSum>(out.data() + s.begin, srcs, nranks, s.end - s.begin, vector_ok,
+                                   out2.data() + s.begin);
+        });
+    }
+    int bad = 0;
+    for (size_t i = 0; i < n && bad < 3; i++) {
+        // The kernel's order: rank 0's value, then ranks 1.. added in fp32.
+        float acc = from_elem<T>(in[0][i]);
+        for (int j = 1; j < nranks; j++) acc += from_elem<T>(in[j][i]);
+        T want = to_elem<T>(acc);
+        if (memcmp(&out[i], &want, sizeof(T)) || memcmp(&out2[i], &want, sizeof(T))) {
+            CHECK(false, "%s n %zu ranks %d grid %u threads %u vec %d: element %zu", sizeof(T) == 4 ? "f32" : "bf16",
+                  n, nranks, grid, threads, vector_ok, i);
+            bad++;
+        }
+    }
+    for (size_t i = n; i < n + pad; i++)
+        CHECK(!memcmp(&out[i], &sentinel, sizeof(T)), "write past the end at %zu (n %zu)", i, n);
+}
+
+static void check_element_loops()
+{
+    for (size_t n : {0ul, 1ul, 15ul, 16ul, 17ul, 31ul, 100ul, 257ul, 1000ul, 4099ul})
+        for (int nranks : {1, 2, 3, 5, 8})
+            for (unsigned grid : {1u, 3u, 64u})
+                for (unsigned threads : {1u, 32u})
+                    for (bool vec : {false, true}) {
+                        run_twoshot_reduce<float>(n, nranks, grid, threads, vec);
+                        run_twoshot_reduce<bf16_t>(n, nranks, grid, threads, vec);
+                    }
+    // copy_elems with a span larger than n, as the last step of a chunked call.
+    for (size_t n : {0ul, 5ul, 16ul, 33ul, 1001ul})
+        for (unsigned grid : {1u, 4u, 64u}) {
+            std::vector<uint16_t> src(n + 8), dst(n + 8, 0xdead);
+            for (size_t i = 0; i < n; i++) src[i] = (uint16_t)(i * 3 + 1);
+            kernel_host_launch(grid, 32, [&] { copy_elems(dst.data(), src.data(), n, true, n + 300); });
+            bool same = true;
+            for (size_t i = 0; i < n; i++) same = same && dst[i] == src[i];
+            for (size_t i = n; i < n + 8; i++) same = same && dst[i] == 0xdead;
+            CHECK(same, "copy_elems n %zu grid %u", n, grid);
+        }
+}
+
+int main()
+{
+    check_plans();
+    check_block_ranges();
+    check_twoshot_slices_of<uint8_t>();
+    check_twoshot_slices_of<half_t>();
+    check_twoshot_slices_of<float>();
+    check_twoshot_slices_of<double>();
+    check_element_loops();
+    std::printf("chunk_math: %d failed\n", failures);
+    return failures ? 1 : 0;
+}
