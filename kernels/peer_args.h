@@ -30,7 +30,7 @@ enum class PeerAlgo : int {
     AllreduceDirect,      // barrier, reduce own slice from peers' inputs, barrier, gather slices, barrier
     ReduceScatterBlockDirect, // barrier, reduce own block from peers' inputs, barrier
     AllgatherDirect,      // barrier, read every peer's input, barrier
-    BcastDirect           // barrier, read the root's buffer, barrier
+    BcastDirect           // barrier, read own slice of the root, barrier, read the other slices, barrier
 };
 
 struct PeerArgs {
