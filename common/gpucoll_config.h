@@ -64,7 +64,7 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_MAX_BLOCKS 64
 #define GPUCOLL_DEFAULT_THREADS 512
 #define GPUCOLL_DEFAULT_TIMEOUT_MS 60000
-#define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (256u * 1024u)
+#define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (4u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64
 
 /* Fills every zero field of `cfg` with its default. */

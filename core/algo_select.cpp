@@ -78,7 +78,7 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
     size_t bytes = plan.chunk * elt * (plan.strided ? (size_t)nranks : 1);
     // Zero-copy kernels pull over the links: more blocks keep more loads in
     // flight, and their barrier costs one flag per rank whatever the grid.
-    size_t per_block = is_direct(plan.algo) ? 128 * 1024 : 32 * 1024;
+    size_t per_block = is_direct(plan.algo) ? 64 * 1024 : 32 * 1024;
     size_t want = (bytes + per_block - 1) / per_block;
     size_t cap = (size_t)cfg.max_blocks < (size_t)kMaxBlocks ? (size_t)cfg.max_blocks : (size_t)kMaxBlocks;
     if (want < 1) want = 1;
