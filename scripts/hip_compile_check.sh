@@ -77,7 +77,8 @@ fi
 
 # ---- 3. configure and build through CMake ----------------------------------------
 if ! cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCOLL_GPU_PLATFORM=HIP -DCMAKE_HIP_ARCHITECTURES="$ARCH" \
-     -DCMAKE_BUILD_TYPE=Release -DCMAKE_HIP_FLAGS_RELEASE="$OPT -DNDEBUG" -DCOLL_GPU_BUILD_TESTS=OFF -DCOLL_GPU_BUILD_EXAMPLES=OFF \
+     -DCMAKE_BUILD_TYPE=Release -DCMAKE_HIP_FLAGS_RELEASE="$OPT -DNDEBUG" \
+     -DCOLL_GPU_BUILD_TESTS=OFF -DCOLL_GPU_BUILD_EXAMPLES=OFF \
      >"$LOGS/configure.log" 2>&1; then
   fail_log "cmake configure (COLL_GPU_PLATFORM=HIP)" "$LOGS/configure.log"
 else
