@@ -36,7 +36,6 @@ char *IpcCache::map(long peer, const IpcDesc &d)
                      gpuGetErrorString(e));
         return nullptr;
     }
-    opens_++;
     std::pair<std::pair<long, unsigned long long>, char *> gone;
     if (imports_.insert(key, static_cast<char *>(base), &gone)) gpuIpcCloseMemHandle(gone.second);
     return static_cast<char *>(base) + d.offset;

@@ -51,7 +51,6 @@ public:
         return true;
     }
     size_t size() const { return order_.size(); }
-    size_t capacity() const { return cap_; }
     template <class F> void for_each(F f)
     {
         for (auto &e : order_) f(e.first, e.second);
@@ -80,13 +79,10 @@ public:
     // the one the mapping is used from.
     char *map(long owner_pid, const IpcDesc &d);
     void release();
-    size_t mapped() const { return imports_.size(); }
-    uint64_t opens() const { return opens_; }
 
 private:
     Lru<unsigned long long, gpuIpcMemHandle_t> exports_;
     Lru<std::pair<long, unsigned long long>, char *> imports_;
-    uint64_t opens_ = 0;
 };
 
 // The process's cache: CUDA maps an allocation at most once per process, so
