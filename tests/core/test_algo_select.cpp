@@ -6,14 +6,7 @@
 
 using namespace gpucoll;
 
-static int failures;
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-            failures++;                                                    \
-        }                                                                  \
-    } while (0)
+#include "../common/check.h"
 
 static gpucoll_coll_args_t args(gpucoll_coll_kind_t kind, size_t count, gpucoll_dtype_t dt, gpucoll_op_t op)
 {

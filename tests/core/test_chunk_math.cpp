@@ -20,18 +20,7 @@
 
 using namespace gpucoll;
 
-static int failures;
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            if (failures < 30) {                                                 \
-                std::printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
-                std::printf(__VA_ARGS__);                                        \
-                std::printf("\n");                                               \
-            }                                                                    \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
+#include "../common/check.h"
 
 // Sizes around every 16-element boundary, then large odd ones.
 static std::vector<size_t> test_counts()

@@ -29,18 +29,7 @@
 #include "gpucoll_ucx.h"
 #endif
 
-static int failures;
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            if (failures < 30) {                                            \
-                std::printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-                std::printf(__VA_ARGS__);                                   \
-                std::printf("\n");                                          \
-            }                                                               \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
+#include "../common/check.h"
 
 // ---- reference ---------------------------------------------------------------
 struct Format {

@@ -10,14 +10,7 @@
 
 using namespace gpucoll;
 
-static int failures;
-#define CHECK(cond)                                                     \
-    do {                                                                \
-        if (!(cond)) {                                                  \
-            std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                 \
-        }                                                               \
-    } while (0)
+#include "../common/check.h"
 
 int main()
 {

@@ -8,14 +8,7 @@
 
 #include "gpucoll_core.h"
 
-static int failures;
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-            failures++;                                                    \
-        }                                                                  \
-    } while (0)
+#include "../common/check.h"
 
 struct Result {
     gpucoll_status_t st;
