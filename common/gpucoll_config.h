@@ -35,6 +35,8 @@ typedef struct gpucoll_config {
     size_t staging_cache_bytes;      /* pinned host memory kept for the staged path */
     int max_peers;                   /* largest node-local group the IPC path serves */
     int max_blocks;                  /* grid size cap of the peer kernels */
+    size_t block_bytes;              /* bytes per thread block before max_blocks caps the grid
+                                        (0: each algorithm's own, see algo_select.cpp) */
     int threads_per_block;
     int timeout_ms;                  /* bound of every wait on another rank */
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
@@ -47,6 +49,8 @@ typedef struct gpucoll_config {
                                         0 auto, 1 direct (GPUDirect), 2 staged */
     size_t ucx_chunk_bytes;          /* UCX pipelining unit; 0: the transport's default (1 MiB) */
     int ucx_pipeline_depth;          /* UCX chunks in flight per message; 0: the transport's default (4) */
+    size_t hier_min_bytes;           /* smallest message (count x type size) that takes the hierarchical
+                                        path; smaller ones are staged (0: every size) */
 } gpucoll_config_t;
 
 /* Device-buffer collectives on communicators that span nodes (real or virtual). */
@@ -61,11 +65,13 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_SCRATCH_BYTES (64u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_STAGING_CACHE_BYTES (256u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_MAX_PEERS 8
-#define GPUCOLL_DEFAULT_MAX_BLOCKS 64
+#define GPUCOLL_DEFAULT_MAX_BLOCKS 128
 #define GPUCOLL_DEFAULT_THREADS 512
 #define GPUCOLL_DEFAULT_TIMEOUT_MS 60000
 #define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (4u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64
+/* Not filled in by gpucoll_config_fill_defaults (0 is meaningful): the MCA default. */
+#define GPUCOLL_DEFAULT_HIER_MIN_BYTES (256u * 1024u)
 
 /* Fills every zero field of `cfg` with its default. */
 void gpucoll_config_fill_defaults(gpucoll_config_t *cfg);

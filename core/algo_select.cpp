@@ -76,9 +76,12 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt)
 int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks)
 {
     size_t bytes = plan.chunk * elt * (plan.strided ? (size_t)nranks : 1);
-    // Zero-copy kernels pull over the links: more blocks keep more loads in
-    // flight, and their barrier costs one flag per rank whatever the grid.
-    size_t per_block = is_direct(plan.algo) ? 64 * 1024 : 32 * 1024;
+    // Below a few MiB the kernels wait on the links' latency, not their
+    // bandwidth: many small blocks keep more loads in flight (4 ranks, H200:
+    // a 64 KiB one-shot allreduce takes 33 us on 2 blocks, 19 us on 16).
+    // Zero-copy kernels move large messages: 64 KiB per block, up to the cap
+    // (128 blocks beat 64 by 3% at 256 MiB). docs/performance.md has the sweep.
+    size_t per_block = cfg.block_bytes ? cfg.block_bytes : is_direct(plan.algo) ? 64 * 1024 : 4 * 1024;
     size_t want = (bytes + per_block - 1) / per_block;
     size_t cap = (size_t)cfg.max_blocks < (size_t)kMaxBlocks ? (size_t)cfg.max_blocks : (size_t)kMaxBlocks;
     if (want < 1) want = 1;

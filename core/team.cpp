@@ -92,6 +92,12 @@ struct gpucoll_team {
     gpuStream_t stream = nullptr;
     int *error = nullptr; // host-mapped flag the kernels raise on timeout
     IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
+    // Where the time of peer-path calls goes, printed at verbose >= 20 when
+    // the team ends: a few clock reads per call, so always on.
+    struct Timing {
+        uint64_t calls = 0;
+        double verdict = 0, agree = 0, launch = 0, wait = 0; // seconds
+    } timing;
 };
 
 namespace {
@@ -248,6 +254,14 @@ extern "C" gpucoll_status_t gpucoll_team_create(const gpucoll_team_oob_t *oob, g
 extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
 {
     if (!t) return;
+    if (config().verbose >= 20 && t->timing.calls) {
+        const auto &tm = t->timing;
+        double n = (double)tm.calls / 1e6; // seconds per call -> us
+        fprintf(stderr,
+                "coll:gpu: rank %d: %llu peer-path calls, mean us: verdict %.2f, agreement %.2f, launch %.2f, "
+                "kernel+wait %.2f\n",
+                t->rank, (unsigned long long)tm.calls, tm.verdict / n, tm.agree / n, tm.launch / n, tm.wait / n);
+    }
     if (t->gpu == gpucoll_team::GpuReady) {
         // Peers may still read our scratch in the tail of the last kernel: free
         // it only when every rank is here (bounded, a dead peer cannot hold us).
@@ -314,6 +328,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     gpucoll_coll_args_t a = *args;
     const gpucoll_config_t &cfg = config();
     uint64_t seq = ++t->seq;
+    const auto t_start = Clock::now();
 
     // Local verdict: device buffers on this team's GPU, a kernel for the type and op.
     int device = -1;
@@ -345,13 +360,16 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         direct = t->ipc->describe(src_ptr, si, &me.src_desc) && t->ipc->describe(a.rbuf, ri, &me.dst_desc);
     }
 
+    const auto t_verdict = Clock::now();
     bool all_ok, all_direct;
     gpucoll_status_t st = agree(t, seq, ok, direct, args_hash(a), &all_ok, &all_direct);
     if (st != GPUCOLL_SUCCESS) return st;
     if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
 
+    bool timed = true; // not the call that sets the team up (it takes milliseconds)
     if (t->gpu == gpucoll_team::GpuNone) {
         if ((st = setup_gpu(t, device)) != GPUCOLL_SUCCESS) return st;
+        timed = false;
     }
     if (t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED; // every rank saw the same failure
     // Zero-copy: map every peer's buffers, then agree once more, since a
@@ -409,6 +427,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     t->epoch += steps;
 
     DeviceGuard g(t->device);
+    const auto t_agreed = Clock::now();
     if (is_direct(plan.algo)) {
         for (int r = 0; r < t->size; r++) {
             k.peer_src[r] = r == t->rank ? k.src : peer_src[r];
@@ -420,8 +439,17 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
                             gpucoll_op_name(a.op));
     gpuError_t e = gpuGetLastError();
+    const auto t_launched = Clock::now();
     if (e == gpuSuccess) e = gpuStreamSynchronize(t->stream);
     if (e != gpuSuccess) return gpu_error("peer-to-peer kernel", e);
+    if (timed) {
+        auto &tm = t->timing;
+        tm.calls++;
+        tm.verdict += std::chrono::duration<double>(t_verdict - t_start).count();
+        tm.agree += std::chrono::duration<double>(t_agreed - t_verdict).count();
+        tm.launch += std::chrono::duration<double>(t_launched - t_agreed).count();
+        tm.wait += std::chrono::duration<double>(Clock::now() - t_launched).count();
+    }
     if (*t->error) {
         *t->error = 0;
         t->gpu = gpucoll_team::GpuFailed; // flags are out of step now

@@ -1,27 +1,62 @@
-// Zero-copy Bcast in two phases, so that the root's links are not the
-// bottleneck: rank r first reads slice r of the root's buffer, then every
-// rank reads the slices it lacks from the ranks that now hold them. The root
-// sends about 1.25x the message (4 ranks) instead of (n-1)x.
+// Zero-copy Bcast, pipelined in two phases so that neither the root's links
+// nor the sequence of phases is the bottleneck. The message is cut into one
+// slice per receiver (the n-1 ranks other than the root), so the root sends
+// every byte once; receiver j reads slice j from the root and the other
+// slices from the receivers that hold them. Each slice is cut into rounds:
+// in round k a block reads piece k of its own slice from the root and piece
+// k-1 of every other slice from its receiver, so the root's links and the
+// receivers' links carry data at the same time.
 #pragma once
 #include "allreduce_twoshot.cuh"
 
 namespace gpucoll {
 
+// Receiver index of rank r (0..n-2); the root has none.
+__device__ inline int bcast_receiver(const PeerArgs &a, int r)
+{
+    return (r - a.root - 1 + a.nranks) % a.nranks;
+}
+
+// Rounds per slice: pieces of at least ~32 KiB per block, at most kMaxRounds.
+// Every rank computes the same from the count and the grid.
+__device__ inline int bcast_rounds(size_t slice_bytes)
+{
+    size_t r = slice_bytes / ((size_t)gridDim.x * 32 * 1024);
+    return r < 1 ? 1 : r > (size_t)kMaxRounds ? kMaxRounds : (int)r;
+}
+
+// Piece k of `rounds` of slice s, 16-byte aligned.
+__device__ inline Range bcast_piece(Range s, int k, int rounds)
+{
+    size_t len = s.end - s.begin;
+    size_t per = ((len + rounds - 1) / rounds + 15) / 16 * 16;
+    size_t b = s.begin + k * per, e = b + per;
+    return Range{b < s.end ? b : s.end, e < s.end ? e : s.end};
+}
+
 __device__ inline void bcast_direct(const PeerArgs &a)
 {
     if (!peer_barrier(a, 0, a.epoch0)) return;
+    const int receivers = a.nranks - 1;
+    const int me = bcast_receiver(a, a.rank);
+    const int rounds = bcast_rounds(twoshot_slice<char>(a.count, 0, receivers).end);
+    const uint64_t base = a.epoch0 * kMaxRounds; // grows from call to call, see kRoundPhase
     if (a.rank != a.root) {
-        Range s = twoshot_slice<char>(a.count, a.rank, a.nranks);
-        copy_elems(a.dst + s.begin, a.peer_src[a.root] + s.begin, s.end - s.begin, a.vector_ok);
-    }
-    // Block b pairs with block b: it reads what block b of the slice's owner wrote.
-    if (!peer_barrier(a, 1, a.epoch0)) return;
-    if (a.rank != a.root) {
-        for (int p = 1; p < a.nranks; p++) {
-            int owner = (a.rank + p) % a.nranks;
-            Range s = twoshot_slice<char>(a.count, owner, a.nranks);
-            const char *from = owner == a.root ? a.peer_src[a.root] : a.peer_dst[owner];
-            copy_elems(a.dst + s.begin, from + s.begin, s.end - s.begin, a.vector_ok);
+        Range mine = twoshot_slice<char>(a.count, me, receivers);
+        for (int k = 0; k <= rounds; k++) {
+            if (k < rounds) {
+                Range p = bcast_piece(mine, k, rounds);
+                copy_elems(a.dst + p.begin, a.peer_src[a.root] + p.begin, p.end - p.begin, a.vector_ok);
+                peer_signal(a, base + k + 1);
+            }
+            if (k == 0) continue;
+            for (int i = 1; i < receivers; i++) {
+                int j = (me + i) % receivers; // stagger so receivers do not all read one peer at once
+                int owner = (j + a.root + 1) % a.nranks;
+                if (!peer_wait(a, owner, base + k)) return;
+                Range p = bcast_piece(twoshot_slice<char>(a.count, j, receivers), k - 1, rounds);
+                copy_elems(a.dst + p.begin, a.peer_dst[owner] + p.begin, p.end - p.begin, a.vector_ok);
+            }
         }
     }
     peer_barrier(a, 2, a.epoch0); // nobody reuses its buffer while a peer still reads it

@@ -11,7 +11,12 @@ namespace gpucoll {
 
 constexpr int kMaxPeers = 8;
 constexpr int kMaxBlocks = 128;
-constexpr int kPhases = 3; // barriers per step at most (the direct allreduce has three)
+// Flag sets per rank: barriers 0-2 (the direct allreduce has three) and the
+// round flags of pipelined kernels (kRoundPhase), whose values are
+// epoch x kMaxRounds + round so that they grow across calls too.
+constexpr int kPhases = 4;
+constexpr int kRoundPhase = 3;
+constexpr int kMaxRounds = 16;
 // Each rank's scratch starts with barrier flags: [phase][rank][block].
 constexpr size_t kFlagsBytes = kPhases * kMaxPeers * kMaxBlocks * sizeof(uint64_t);
 constexpr size_t kDataOffset = 64 * 1024;
@@ -30,7 +35,8 @@ enum class PeerAlgo : int {
     AllreduceDirect,      // barrier, reduce own slice from peers' inputs, barrier, gather slices, barrier
     ReduceScatterBlockDirect, // barrier, reduce own block from peers' inputs, barrier
     AllgatherDirect,      // barrier, read every peer's input, barrier
-    BcastDirect           // barrier, read own slice of the root, barrier, read the other slices, barrier
+    BcastDirect           // barrier, rounds of: read a piece of own slice from the root, read the previous
+                          // piece of the other slices from their receivers; barrier
 };
 
 struct PeerArgs {

@@ -64,6 +64,39 @@ __device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch
     return !failed;
 }
 
+// Pipelined kernels: block b tells every rank that its part of `round` is
+// written (all its threads' writes before the flag, at system scope) ...
+__device__ inline void peer_signal(const PeerArgs &a, uint64_t round)
+{
+    __syncthreads();
+    if (threadIdx.x < a.nranks) {
+        __threadfence_system();
+        gpu_store_release_sys(flag_slot(a.scratch[threadIdx.x], kRoundPhase, a.rank, blockIdx.x), round);
+    }
+}
+
+// ... and waits until block b of rank `from` has signalled `round` (or
+// later). Block b pairs with block b: the same partition of the same piece.
+// Returns false (and flags an error) on timeout.
+__device__ inline bool peer_wait(const PeerArgs &a, int from, uint64_t round)
+{
+    __shared__ int failed;
+    if (threadIdx.x == 0) {
+        failed = 0;
+        const uint64_t *f = flag_slot(a.scratch[a.rank], kRoundPhase, from, blockIdx.x);
+        uint64_t start = gpu_global_timer_ns();
+        while (gpu_load_acquire_sys(f) < round) {
+            if (gpu_global_timer_ns() - start > a.timeout_ns) {
+                atomicExch(a.error, 1);
+                failed = 1;
+                break;
+            }
+        }
+    }
+    __syncthreads();
+    return !failed;
+}
+
 // dst[i] = src[i] for this block's share of n elements of T.
 template <class T>
 __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok, size_t span = 0)

@@ -42,6 +42,8 @@ static int param_threads = GPUCOLL_DEFAULT_THREADS;
 static int param_timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
 static size_t param_direct_min_bytes = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES;
 static int param_ipc_cache_entries = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES;
+static size_t param_block_bytes = 0;
+static size_t param_hier_min_bytes = GPUCOLL_DEFAULT_HIER_MIN_BYTES;
 /* Across nodes (coll_gpu_hier.c, docs/multinode.md). */
 static int param_virtual_node_size = 0;
 static int param_inter_path = GPUCOLL_INTER_AUTO;
@@ -124,6 +126,9 @@ static int gpu_register(void)
     reg_int("max_peers", "Largest node-local communicator the peer-to-peer path serves", OPAL_INFO_LVL_6,
             &param_max_peers);
     reg_int("max_blocks", "Most thread blocks a peer-to-peer kernel launches", OPAL_INFO_LVL_7, &param_max_blocks);
+    reg_size("block_bytes", "Bytes of the message each thread block of a peer-to-peer kernel handles, before "
+                            "max_blocks caps the grid (0: each algorithm's own choice)",
+             OPAL_INFO_LVL_7, &param_block_bytes);
     reg_int("threads_per_block", "Threads per block of the peer-to-peer kernels", OPAL_INFO_LVL_7,
             &param_threads);
     reg_int("timeout_ms", "Longest wait (ms) for another rank before a collective fails with an error",
@@ -146,6 +151,10 @@ static int gpu_register(void)
     reg_size("ucx_chunk_bytes", "Pipelining unit of the inter-node UCX transport (bytes; multiple of 8, at least "
                                 "64; equal on all ranks): wire chunks, reduction segments, bounce buffers",
              OPAL_INFO_LVL_6, &param_ucx_chunk_bytes);
+    reg_size("hier_min_bytes", "Smallest message (count x datatype size; a rank's block for allgather and "
+                               "reduce_scatter_block) that takes the hierarchical path; smaller device-buffer "
+                               "calls are staged, which has the lower latency for them (0: every size)",
+             OPAL_INFO_LVL_5, &param_hier_min_bytes);
     reg_int("ucx_pipeline_depth", "Chunks in flight per inter-node UCX message (at least 2)", OPAL_INFO_LVL_6,
             &param_ucx_pipeline_depth);
     return OMPI_SUCCESS;
@@ -170,6 +179,8 @@ static int gpu_open(void)
     cfg->timeout_ms = param_timeout_ms;
     cfg->direct_min_bytes = param_direct_min_bytes;
     cfg->ipc_cache_entries = param_ipc_cache_entries;
+    cfg->block_bytes = param_block_bytes;
+    cfg->hier_min_bytes = param_hier_min_bytes;
     cfg->virtual_node_size = param_virtual_node_size > 0 ? param_virtual_node_size : 0;
     cfg->inter_path = param_inter_path;
     cfg->ucx_device_path = param_ucx_device_path;

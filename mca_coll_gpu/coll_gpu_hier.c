@@ -295,8 +295,10 @@ static int hier_agree(mca_coll_gpu_module_t *m, int ok, int *all)
 bool coll_gpu_hier_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
                        size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc)
 {
-    /* Every rank passes the same count, so skipping empty calls is a shared decision. */
-    if (count == 0 || !hier_ensure(m)) return false;
+    /* Every rank passes the same count and type signature, so skipping empty
+     * and small calls is a shared decision (and costs them no agreement). */
+    size_t bytes = count * dtype->super.size;
+    if (count == 0 || bytes < mca_coll_gpu_component.config.hier_min_bytes || !hier_ensure(m)) return false;
     gpucoll_coll_args_t a = {kind, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, 0, GPUCOLL_UINT8, GPUCOLL_OP_NONE,
                              root, 0};
     a.local_ok = device_ok && !m->force_staged && hier_elementwise(dtype, count, op, &a);

@@ -68,6 +68,11 @@ int main()
     CHECK(blocks_for(p, 4, cfg, 4) == 1);
     p.chunk = 64u << 20;
     CHECK(blocks_for(p, 4, cfg, 4) == cfg.max_blocks);
+    // block_bytes overrides the algorithm's share per block (64 KiB of fp32 in 1 KiB blocks)
+    cfg.block_bytes = 1024;
+    p.chunk = 16384;
+    CHECK(blocks_for(p, 4, cfg, 4) == 64);
+    cfg.block_bytes = 0;
 
     // the datatype x op table
     int valid = 0;

@@ -600,12 +600,12 @@ int main(int argc, char **argv)
     size_t sizes_full[] = {1, 7, 1003, 65537, 1u << 18, (1u << 20) + 5};
     size_t sizes_quick[] = {1, 7, 1003};
     size_t *sizes = quick ? sizes_quick : sizes_full;
-    int nsizes = quick ? 3 : 5;
+    int nsizes = quick ? 3 : (int)(sizeof sizes_full / sizeof sizes_full[0]);
     const dtype_t *f = &dtypes[8], *dbl = &dtypes[9], *i32 = &dtypes[4];
 
     for (int si = 0; si < nsizes; si++) {
         size_t n = sizes[si];
-        if (si < 3 || !quick) run_reductions(si == 4 ? n / 8 : n);
+        if (si < 3 || !quick) run_reductions(si >= 4 ? n / 8 : n); /* every type x op: the largest sizes cut */
         for (int nb = 0; nb < 2; nb++) {
             for (int ip = 0; ip < 2; ip++) {
                 test_allreduce(f, &ops[0], n, ip, nb);

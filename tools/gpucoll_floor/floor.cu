@@ -1,0 +1,105 @@
+// gpucoll-floor: the per-call cost that one GPU charges any collective which
+// launches a kernel and waits for it, measured without MPI or peers. Each line
+// is the mean over many back-to-back repetitions on the current device:
+//
+//   launch+sync          empty kernel, then cudaStreamSynchronize
+//   launch+flag          empty kernel that sets a host-mapped flag; the host
+//                        spins on the flag instead of synchronising the stream
+//   launch (cpu)         cudaLaunchKernel alone, with a 512-byte argument
+//   pointer query        cuPointerGetAttribute(MEMORY_TYPE) on a device pointer
+//   pointer attributes   cudaPointerGetAttributes on a device pointer
+//
+// usage: gpucoll-floor [repetitions]      (exit 77 without a GPU)
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#define CHECK(x)                                                                                       \
+    do {                                                                                               \
+        cudaError_t e_ = (x);                                                                          \
+        if (e_ != cudaSuccess) {                                                                       \
+            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            std::exit(1);                                                                              \
+        }                                                                                              \
+    } while (0)
+
+struct Big { // as large as the peer kernels' argument block
+    char bytes[512];
+};
+
+__global__ void empty_kernel(Big) {}
+
+__global__ void flag_kernel(Big, volatile unsigned *flag, unsigned value)
+{
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        *flag = value;
+    }
+}
+
+using Clock = std::chrono::steady_clock;
+
+template <class F> double mean_us(int reps, F f)
+{
+    for (int i = 0; i < reps / 10 + 1; i++) f(i); // warm-up
+    auto t0 = Clock::now();
+    for (int i = 0; i < reps; i++) f(i);
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / reps;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = argc > 1 ? std::atoi(argv[1]) : 20000;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        std::printf("no GPU\n");
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    unsigned *flag;
+    CHECK(cudaHostAlloc((void **)&flag, sizeof *flag, cudaHostAllocMapped));
+    *flag = 0;
+    void *dev;
+    CHECK(cudaMalloc(&dev, 1 << 20));
+    Big big{};
+
+    std::printf("# gpucoll-floor on %s, %d repetitions, us per call\n", prop.name, reps);
+    double sync = mean_us(reps, [&](int) {
+        empty_kernel<<<1, 32, 0, s>>>(big);
+        CHECK(cudaStreamSynchronize(s));
+    });
+    std::printf("launch+sync         %8.2f\n", sync);
+
+    unsigned v = 0;
+    double fl = mean_us(reps, [&](int) {
+        flag_kernel<<<1, 32, 0, s>>>(big, flag, ++v);
+        while (*(volatile unsigned *)flag != v) {
+        }
+    });
+    CHECK(cudaStreamSynchronize(s));
+    std::printf("launch+flag         %8.2f\n", fl);
+
+    double launch = mean_us(reps, [&](int i) {
+        empty_kernel<<<1, 32, 0, s>>>(big);
+        if (i % 256 == 255) CHECK(cudaStreamSynchronize(s)); // keep the queue short
+    });
+    CHECK(cudaStreamSynchronize(s));
+    std::printf("launch (cpu)        %8.2f\n", launch);
+
+    CUmemorytype mt;
+    double q = mean_us(reps, [&](int) {
+        cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)dev);
+    });
+    std::printf("pointer query       %8.2f\n", q);
+
+    cudaPointerAttributes attr;
+    double pa = mean_us(reps, [&](int) { CHECK(cudaPointerGetAttributes(&attr, dev)); });
+    std::printf("pointer attributes  %8.2f\n", pa);
+    return 0;
+}
