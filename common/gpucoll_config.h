@@ -71,7 +71,7 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (4u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64
 /* Not filled in by gpucoll_config_fill_defaults (0 is meaningful): the MCA default. */
-#define GPUCOLL_DEFAULT_HIER_MIN_BYTES (256u * 1024u)
+#define GPUCOLL_DEFAULT_HIER_MIN_BYTES (512u * 1024u)
 
 /* Fills every zero field of `cfg` with its default. */
 void gpucoll_config_fill_defaults(gpucoll_config_t *cfg);

@@ -17,35 +17,18 @@ __device__ inline int bcast_receiver(const PeerArgs &a, int r)
     return (r - a.root - 1 + a.nranks) % a.nranks;
 }
 
-// Rounds per slice: pieces of at least ~32 KiB per block, at most kMaxRounds.
-// Every rank computes the same from the count and the grid.
-__device__ inline int bcast_rounds(size_t slice_bytes)
-{
-    size_t r = slice_bytes / ((size_t)gridDim.x * 32 * 1024);
-    return r < 1 ? 1 : r > (size_t)kMaxRounds ? kMaxRounds : (int)r;
-}
-
-// Piece k of `rounds` of slice s, 16-byte aligned.
-__device__ inline Range bcast_piece(Range s, int k, int rounds)
-{
-    size_t len = s.end - s.begin;
-    size_t per = ((len + rounds - 1) / rounds + 15) / 16 * 16;
-    size_t b = s.begin + k * per, e = b + per;
-    return Range{b < s.end ? b : s.end, e < s.end ? e : s.end};
-}
-
 __device__ inline void bcast_direct(const PeerArgs &a)
 {
     if (!peer_barrier(a, 0, a.epoch0)) return;
     const int receivers = a.nranks - 1;
     const int me = bcast_receiver(a, a.rank);
-    const int rounds = bcast_rounds(twoshot_slice<char>(a.count, 0, receivers).end);
+    const int rounds = pipeline_rounds(twoshot_slice<char>(a.count, 0, receivers).end);
     const uint64_t base = a.epoch0 * kMaxRounds; // grows from call to call, see kRoundPhase
     if (a.rank != a.root) {
         Range mine = twoshot_slice<char>(a.count, me, receivers);
         for (int k = 0; k <= rounds; k++) {
             if (k < rounds) {
-                Range p = bcast_piece(mine, k, rounds);
+                Range p = round_piece<char>(mine, k, rounds);
                 copy_elems(a.dst + p.begin, a.peer_src[a.root] + p.begin, p.end - p.begin, a.vector_ok);
                 peer_signal(a, base + k + 1);
             }
@@ -54,7 +37,7 @@ __device__ inline void bcast_direct(const PeerArgs &a)
                 int j = (me + i) % receivers; // stagger so receivers do not all read one peer at once
                 int owner = (j + a.root + 1) % a.nranks;
                 if (!peer_wait(a, owner, base + k)) return;
-                Range p = bcast_piece(twoshot_slice<char>(a.count, j, receivers), k - 1, rounds);
+                Range p = round_piece<char>(twoshot_slice<char>(a.count, j, receivers), k - 1, rounds);
                 copy_elems(a.dst + p.begin, a.peer_dst[owner] + p.begin, p.end - p.begin, a.vector_ok);
             }
         }

@@ -32,7 +32,8 @@ enum class PeerAlgo : int {
     Alltoall,             // copy blocks in, barrier, read own block of every rank
     LocalReduce,          // dst = src op dst on one GPU, no peers
     // Zero-copy: peers' user buffers are mapped (CUDA IPC), no scratch, no chunks.
-    AllreduceDirect,      // barrier, reduce own slice from peers' inputs, barrier, gather slices, barrier
+    AllreduceDirect,      // barrier, rounds of: reduce a piece of own slice from peers' inputs, gather the
+                          // previous piece of the other slices; barrier
     ReduceScatterBlockDirect, // barrier, reduce own block from peers' inputs, barrier
     AllgatherDirect,      // barrier, read every peer's input, barrier
     BcastDirect           // barrier, rounds of: read a piece of own slice from the root, read the previous

@@ -64,6 +64,26 @@ __device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch
     return !failed;
 }
 
+// Pipelined kernels cut each rank's slice into rounds, so that one phase of
+// round k overlaps another phase of round k-1. Pieces of at least ~32 KiB
+// per block, at most kMaxRounds; every rank computes the same from the
+// slice and the grid.
+__device__ inline int pipeline_rounds(size_t slice_bytes)
+{
+    size_t r = slice_bytes / ((size_t)gridDim.x * 32 * 1024);
+    return r < 1 ? 1 : r > (size_t)kMaxRounds ? kMaxRounds : (int)r;
+}
+
+// Piece k of `rounds` of slice s (in elements of T), 16-byte aligned.
+template <class T> __device__ inline Range round_piece(Range s, int k, int rounds)
+{
+    constexpr size_t V = 16 / sizeof(T);
+    size_t len = s.end - s.begin;
+    size_t per = ((len + rounds - 1) / rounds + V - 1) / V * V;
+    size_t b = s.begin + k * per, e = b + per;
+    return Range{b < s.end ? b : s.end, e < s.end ? e : s.end};
+}
+
 // Pipelined kernels: block b tells every rank that its part of `round` is
 // written (all its threads' writes before the flag, at system scope) ...
 __device__ inline void peer_signal(const PeerArgs &a, uint64_t round)

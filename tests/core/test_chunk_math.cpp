@@ -261,24 +261,24 @@ static void check_element_loops()
         }
 }
 
-// ---- the zero-copy bcast's slices and rounds ---------------------------------
+// ---- pipelined zero-copy kernels: slices cut into rounds ---------------------------------
 // Every receiver's slice is cut into `rounds` aligned pieces that cover it
 // exactly (a gap would be a byte nobody copies), and the round flags of one
 // call stay below the next call's.
-static void check_bcast_pieces()
+static void check_round_pieces()
 {
     for (size_t n : test_counts())
         for (int nranks = 2; nranks <= kMaxPeers; nranks++)
             for (unsigned grid : {1u, 7u, 64u, 128u}) {
                 gridDim.x = grid;
                 int receivers = nranks - 1;
-                int rounds = bcast_rounds(twoshot_slice<char>(n, 0, receivers).end);
+                int rounds = pipeline_rounds(twoshot_slice<char>(n, 0, receivers).end);
                 CHECK(rounds >= 1 && rounds <= kMaxRounds, "n %zu: %d rounds", n, rounds);
                 for (int j = 0; j < receivers; j++) {
                     Range s = twoshot_slice<char>(n, j, receivers);
                     size_t next = s.begin;
                     for (int k = 0; k < rounds; k++) {
-                        Range p = bcast_piece(s, k, rounds);
+                        Range p = round_piece<char>(s, k, rounds);
                         CHECK(p.begin == next && p.end >= p.begin && p.end <= s.end, "n %zu slice %d piece %d", n, j, k);
                         CHECK(p.begin == s.end || p.begin % 16 == 0, "piece at %zu not 16-byte aligned", p.begin);
                         next = p.end;
@@ -288,8 +288,8 @@ static void check_bcast_pieces()
             }
     // 256 MiB on 4 ranks, 128 blocks: pipelined; 4 MiB: one round.
     gridDim.x = 128;
-    CHECK(bcast_rounds(twoshot_slice<char>(256u << 20, 0, 3).end) > 1, "no pipeline at 256 MiB");
-    CHECK(bcast_rounds(twoshot_slice<char>(4u << 20, 0, 3).end) == 1, "pipeline at 4 MiB");
+    CHECK(pipeline_rounds(twoshot_slice<char>(256u << 20, 0, 3).end) > 1, "no pipeline at 256 MiB");
+    CHECK(pipeline_rounds(twoshot_slice<char>(4u << 20, 0, 3).end) == 1, "pipeline at 4 MiB");
     gridDim.x = 1;
     for (uint64_t epoch : {1ull, 2ull, 1000ull})
         CHECK(epoch * kMaxRounds + kMaxRounds < (epoch + 1) * kMaxRounds + 1, "round flags overlap at %llu",
@@ -305,7 +305,7 @@ int main()
     check_twoshot_slices_of<float>();
     check_twoshot_slices_of<double>();
     check_element_loops();
-    check_bcast_pieces();
+    check_round_pieces();
     std::printf("chunk_math: %d failed\n", failures);
     return failures ? 1 : 0;
 }
