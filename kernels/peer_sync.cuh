@@ -125,20 +125,8 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
     Range r = block_range(n, V, span);
     if (vector_ok) {
         size_t vend = r.begin + (r.end - r.begin) / V * V;
-        // Four loads in flight per thread before the stores: over NVLink a
-        // load waits microseconds, and the compiler cannot hoist the next
-        // load above a store that may alias it.
-        constexpr int U = 4;
-        const size_t stride = (size_t)blockDim.x * V;
-        size_t i = r.begin + threadIdx.x * V;
-        for (; i + (U - 1) * stride < vend; i += U * stride) {
-            uint4 v[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) v[u] = *reinterpret_cast<const uint4 *>(src + i + u * stride);
-#pragma unroll
-            for (int u = 0; u < U; u++) *reinterpret_cast<uint4 *>(dst + i + u * stride) = v[u];
-        }
-        for (; i < vend; i += stride) *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
+        for (size_t i = r.begin + threadIdx.x * V; i < vend; i += blockDim.x * V)
+            *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
         for (size_t i = vend + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
     } else {
         for (size_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
