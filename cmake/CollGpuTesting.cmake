@@ -6,13 +6,14 @@
 #   coll_gpu_add_test(NAME n LABELS cpu COMMAND exe args...)
 #   coll_gpu_add_mpi_test(NAME n NP 4 LABELS cpu mpi COMMAND exe args... [MCA coll_gpu_verbose=10 ...])
 #
-# MPI tests run with our build folder on Open MPI's component path (plus the
-# system folder, since mca_base_component_path replaces the default list), so
-# the freshly built mca_coll_gpu.so is the one that loads.
+# MPI tests run with our build folder first on Open MPI's component path (then
+# the system folders, since mca_base_component_path replaces the default list),
+# so the freshly built mca_coll_gpu.so loads even where an older one is
+# installed in ~/.openmpi/components (the first one found wins).
 
 set(COLL_GPU_COMPONENT_BUILD_DIR ${CMAKE_BINARY_DIR}/component)
 set(COLL_GPU_TEST_ENV
-  "OMPI_MCA_mca_base_component_path=${OMPI_SYSTEM_COMPONENT_DIR}:${COLL_GPU_COMPONENT_BUILD_DIR}"
+  "OMPI_MCA_mca_base_component_path=${COLL_GPU_COMPONENT_BUILD_DIR}:${OMPI_SYSTEM_COMPONENT_DIR}"
   "OMPI_ALLOW_RUN_AS_ROOT=1" "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
   "OMPI_MCA_rmaps_base_oversubscribe=1"
   "PMIX_MCA_pcompress_base_silence_warning=1"
