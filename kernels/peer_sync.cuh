@@ -30,6 +30,31 @@ __device__ inline uint64_t *flag_slot(char *scratch, int phase, int rank, int bl
     return reinterpret_cast<uint64_t *>(scratch) + ((size_t)phase * kMaxPeers + rank) * kMaxBlocks + block;
 }
 
+// Block b of this rank sets its flag of `phase` to `value` in every rank's
+// scratch, after all its threads' writes (visible at system scope first).
+__device__ inline void post_flags(const PeerArgs &a, int phase, uint64_t value)
+{
+    __syncthreads();
+    if (threadIdx.x < a.nranks) {
+        __threadfence_system();
+        gpu_store_release_sys(flag_slot(a.scratch[threadIdx.x], phase, a.rank, blockIdx.x), value);
+    }
+}
+
+// Spins until *f >= value, at most a.timeout_ns; on timeout raises the
+// host-mapped error flag and returns false. The one bounded wait of the kernels.
+__device__ inline bool wait_flag(const PeerArgs &a, const uint64_t *f, uint64_t value)
+{
+    uint64_t start = gpu_global_timer_ns();
+    while (gpu_load_acquire_sys(f) < value) {
+        if (gpu_global_timer_ns() - start > a.timeout_ns) {
+            atomicExch(a.error, 1);
+            return false;
+        }
+    }
+    return true;
+}
+
 // Every rank reaches this point of step `epoch` before this block goes on.
 // By default block b waits only for block b of each rank: enough when block b
 // reads only what block b of the others wrote (same partition, see
@@ -41,24 +66,12 @@ __device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch
 {
     __shared__ int failed;
     if (threadIdx.x == 0) failed = 0;
-    __syncthreads(); // this block's writes are done
-    if (threadIdx.x < a.nranks) {
-        __threadfence_system();
-        gpu_store_release_sys(flag_slot(a.scratch[threadIdx.x], phase, a.rank, blockIdx.x), epoch);
-    }
+    post_flags(a, phase, epoch); // its __syncthreads also orders the reset of `failed`
     int per_rank = all_blocks ? gridDim.x : 1;
     int waits = a.nranks * per_rank;
     for (int i = threadIdx.x; i < waits; i += blockDim.x) {
         int block = all_blocks ? i % per_rank : blockIdx.x;
-        const uint64_t *f = flag_slot(a.scratch[a.rank], phase, i / per_rank, block);
-        uint64_t start = gpu_global_timer_ns();
-        while (gpu_load_acquire_sys(f) < epoch) {
-            if (gpu_global_timer_ns() - start > a.timeout_ns) {
-                atomicExch(a.error, 1);
-                failed = 1;
-                break;
-            }
-        }
+        if (!wait_flag(a, flag_slot(a.scratch[a.rank], phase, i / per_rank, block), epoch)) failed = 1;
     }
     __syncthreads();
     return !failed;
@@ -85,15 +98,8 @@ template <class T> __device__ inline Range round_piece(Range s, int k, int round
 }
 
 // Pipelined kernels: block b tells every rank that its part of `round` is
-// written (all its threads' writes before the flag, at system scope) ...
-__device__ inline void peer_signal(const PeerArgs &a, uint64_t round)
-{
-    __syncthreads();
-    if (threadIdx.x < a.nranks) {
-        __threadfence_system();
-        gpu_store_release_sys(flag_slot(a.scratch[threadIdx.x], kRoundPhase, a.rank, blockIdx.x), round);
-    }
-}
+// written ...
+__device__ inline void peer_signal(const PeerArgs &a, uint64_t round) { post_flags(a, kRoundPhase, round); }
 
 // ... and waits until block b of rank `from` has signalled `round` (or
 // later). Block b pairs with block b: the same partition of the same piece.
@@ -101,18 +107,7 @@ __device__ inline void peer_signal(const PeerArgs &a, uint64_t round)
 __device__ inline bool peer_wait(const PeerArgs &a, int from, uint64_t round)
 {
     __shared__ int failed;
-    if (threadIdx.x == 0) {
-        failed = 0;
-        const uint64_t *f = flag_slot(a.scratch[a.rank], kRoundPhase, from, blockIdx.x);
-        uint64_t start = gpu_global_timer_ns();
-        while (gpu_load_acquire_sys(f) < round) {
-            if (gpu_global_timer_ns() - start > a.timeout_ns) {
-                atomicExch(a.error, 1);
-                failed = 1;
-                break;
-            }
-        }
-    }
+    if (threadIdx.x == 0) failed = !wait_flag(a, flag_slot(a.scratch[a.rank], kRoundPhase, from, blockIdx.x), round);
     __syncthreads();
     return !failed;
 }
