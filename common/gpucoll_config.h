@@ -26,6 +26,13 @@ typedef enum gpucoll_allreduce_algo {
     GPUCOLL_ALLREDUCE_DIRECT = 3     /* two-shot on peers' mapped buffers (two-shot where they cannot be mapped) */
 } gpucoll_allreduce_algo_t;
 
+/* How the zero-copy kernels move data between mapped buffers. */
+typedef enum gpucoll_direct_style {
+    GPUCOLL_DIRECT_AUTO = 0, /* the measured better one per collective and rank count (algo_select.cpp) */
+    GPUCOLL_DIRECT_PULL = 1, /* every rank loads what it needs from its peers' buffers */
+    GPUCOLL_DIRECT_PUSH = 2  /* the rank that holds or reduces a piece stores it into its peers' buffers */
+} gpucoll_direct_style_t;
+
 typedef struct gpucoll_config {
     int verbose;                     /* 0 silent .. 100 everything */
     gpucoll_path_t path;
@@ -40,6 +47,7 @@ typedef struct gpucoll_config {
     int threads_per_block;
     int timeout_ms;                  /* bound of every wait on another rank */
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
+    gpucoll_direct_style_t direct_style; /* loads or stores for allreduce, allgather and bcast zero-copy */
     int ipc_cache_entries;           /* peer buffers kept mapped per communicator (LRU) */
     /* ---- across nodes (hierarchical path, docs/multinode.md) ---- */
     int virtual_node_size;           /* >0: split each host into virtual nodes of this many consecutive

@@ -10,35 +10,52 @@ struct Entry {
     bool reduces;
     int areas_per_rank; // chunk-sized areas per rank: 0 = one in all, 1 = one per rank
     bool strided;
+    bool push;          // zero-copy by stores into peers' buffers (see direct_push)
 };
 
 // The one table of algorithms. For each kind the first row whose condition
 // holds serves; `direct` rows need every rank's buffers mapped.
 constexpr Entry kTable[] = {
-    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, true, 0, false},
-    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, true, 0, false},
-    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, true, 0, false},
-    {GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, true, 0, false},
-    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockDirect, true, 0, true},
-    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, true, 1, true},
-    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, false, 0, true},
-    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, false, 0, true},
-    {GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, false, 0, false},
-    {GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, false, 0, false},
-    {GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, false, 1, true},
+    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, true, 0, false, false},
+    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, true, 0, false, true},
+    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, true, 0, false, false},
+    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, true, 0, false, false},
+    {GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, true, 0, false, false},
+    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockDirect, true, 0, true, false},
+    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, true, 1, true, false},
+    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, false, 0, true, true},
+    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, false, 0, true, false},
+    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, false, 0, true, false},
+    {GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, false, 0, false, true},
+    {GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, false, 0, false, false},
+    {GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, false, 0, false, false},
+    {GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, false, 1, true, false},
 };
+
+// Whether zero-copy `kind` runs by stores (push) or loads (pull).
+// Auto pushes: on 4 x H200 at 256 MiB, push against pull, allgather 592 vs
+// 676 us, bcast 818 vs 1322 us; allreduce 1354 vs 1334 us, but push is ahead
+// from 4 to 64 MiB and at 2 GPUs (docs/performance.md). Reduce_scatter_block
+// has only a pull kernel: a reduction reads all inputs.
+bool direct_push(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
+{
+    if (kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK) return false;
+    return cfg.direct_style != GPUCOLL_DIRECT_PULL;
+}
 
 // Allreduce: the size picks one-shot (latency) or a two-shot (bandwidth);
 // the parameter can force either. Zero-copy when the buffers are mapped.
 PeerAlgo allreduce_algo(size_t bytes, const gpucoll_config_t &cfg, bool direct)
 {
+    PeerAlgo zero_copy = direct_push(GPUCOLL_COLL_ALLREDUCE, cfg) ? PeerAlgo::AllreducePush
+                                                                           : PeerAlgo::AllreduceDirect;
     switch (cfg.allreduce_algorithm) {
     case GPUCOLL_ALLREDUCE_ONESHOT: return PeerAlgo::AllreduceOneShot;
     case GPUCOLL_ALLREDUCE_TWOSHOT: return PeerAlgo::AllreduceTwoShot;
-    case GPUCOLL_ALLREDUCE_DIRECT: return direct ? PeerAlgo::AllreduceDirect : PeerAlgo::AllreduceTwoShot;
+    case GPUCOLL_ALLREDUCE_DIRECT: return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
     default:
         if (bytes <= cfg.oneshot_max_bytes) return PeerAlgo::AllreduceOneShot;
-        return direct ? PeerAlgo::AllreduceDirect : PeerAlgo::AllreduceTwoShot;
+        return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
     }
 }
 
@@ -51,10 +68,13 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     if (nranks < 1 || nranks > kMaxPeers || a.count == 0) return false;
     size_t elt = gpucoll_dtype_size(a.dtype);
     if (elt == 0) return false;
-    PeerAlgo want = a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, cfg, direct) : PeerAlgo::Bcast;
+    PeerAlgo want =
+        a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, cfg, direct) : PeerAlgo::Bcast;
+    bool push = direct && direct_push(a.kind, cfg);
     for (const Entry &e : kTable) {
         if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;
-        if (a.kind != GPUCOLL_COLL_ALLREDUCE && is_direct(e.algo) != direct) continue;
+        if (a.kind != GPUCOLL_COLL_ALLREDUCE && (is_direct(e.algo) != direct || (direct && e.push != push)))
+            continue;
         if (e.reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
         if (!e.reduces && a.op != GPUCOLL_OP_NONE) return false;
         plan->algo = e.algo;
@@ -103,6 +123,9 @@ const char *algo_name(PeerAlgo algo)
     case PeerAlgo::ReduceScatterBlockDirect: return "reduce_scatter_block_direct";
     case PeerAlgo::AllgatherDirect: return "allgather_direct";
     case PeerAlgo::BcastDirect: return "bcast_direct";
+    case PeerAlgo::AllreducePush: return "allreduce_push";
+    case PeerAlgo::AllgatherPush: return "allgather_push";
+    case PeerAlgo::BcastPush: return "bcast_push";
     }
     return "?";
 }

@@ -36,8 +36,12 @@ enum class PeerAlgo : int {
                           // previous piece of the other slices; barrier
     ReduceScatterBlockDirect, // barrier, reduce own block from peers' inputs, barrier
     AllgatherDirect,      // barrier, read every peer's input, barrier
-    BcastDirect           // barrier, rounds of: read a piece of own slice from the root, read the previous
+    BcastDirect,          // barrier, rounds of: read a piece of own slice from the root, read the previous
                           // piece of the other slices from their receivers; barrier
+    // Zero-copy by stores into peers' buffers (push) rather than loads (pull, above).
+    AllreducePush,        // barrier, reduce own slice from peers' inputs into every rank's output; barrier
+    AllgatherPush,        // barrier, write own input into every peer's output; barrier
+    BcastPush             // barrier, read own slice from the root into every receiver's buffer; barrier
 };
 
 struct PeerArgs {
@@ -61,7 +65,16 @@ struct PeerArgs {
 constexpr bool is_direct(PeerAlgo a)
 {
     return a == PeerAlgo::AllreduceDirect || a == PeerAlgo::ReduceScatterBlockDirect ||
-           a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect;
+           a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllreducePush ||
+           a == PeerAlgo::AllgatherPush || a == PeerAlgo::BcastPush;
+}
+
+// Whether the kernel moves bytes (no datatype, no op) rather than reducing.
+constexpr bool moves_bytes(PeerAlgo a)
+{
+    return a == PeerAlgo::Allgather || a == PeerAlgo::Bcast || a == PeerAlgo::Alltoall ||
+           a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllgatherPush ||
+           a == PeerAlgo::BcastPush;
 }
 
 // Launches the kernel for `a` on `stream`; returns false for a pair the

@@ -11,6 +11,8 @@ __global__ void peer_move_kernel(PeerArgs a)
     case PeerAlgo::Alltoall: run_steps<alltoall_step>(a); break;
     case PeerAlgo::AllgatherDirect: allgather_direct(a); break;
     case PeerAlgo::BcastDirect: bcast_direct(a); break;
+    case PeerAlgo::AllgatherPush: allgather_push(a); break;
+    case PeerAlgo::BcastPush: bcast_push(a); break;
     default: break;
     }
 }
@@ -35,9 +37,7 @@ KernelFn reduce_kernel_for(gpucoll_dtype_t dtype, gpucoll_op_t op)
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
                         void *stream)
 {
-    bool moves = a.algo == PeerAlgo::Allgather || a.algo == PeerAlgo::Bcast || a.algo == PeerAlgo::Alltoall ||
-                 a.algo == PeerAlgo::AllgatherDirect || a.algo == PeerAlgo::BcastDirect;
-    KernelFn k = moves ? peer_move_kernel : reduce_kernel_for(dtype, op);
+    KernelFn k = moves_bytes(a.algo) ? peer_move_kernel : reduce_kernel_for(dtype, op);
     if (!k) return false;
     k<<<blocks, threads, 0, (gpuStream_t)stream>>>(a);
     return true;

@@ -5,12 +5,15 @@
 
 #include "allgather.cuh"
 #include "allgather_direct.cuh"
+#include "allgather_push.cuh"
 #include "allreduce_direct.cuh"
 #include "allreduce_oneshot.cuh"
+#include "allreduce_push.cuh"
 #include "allreduce_twoshot.cuh"
 #include "alltoall.cuh"
 #include "bcast.cuh"
 #include "bcast_direct.cuh"
+#include "bcast_push.cuh"
 #include "local_reduce.cuh"
 #include "peer_args.h"
 #include "reduce.cuh"
@@ -37,6 +40,7 @@ template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
     case PeerAlgo::ReduceScatterBlock: run_steps<reduce_scatter_block_step<T, Op>>(a); break;
     case PeerAlgo::LocalReduce: local_reduce<T, Op>(a); break;
     case PeerAlgo::AllreduceDirect: allreduce_direct<T, Op>(a); break;
+    case PeerAlgo::AllreducePush: allreduce_push<T, Op>(a); break;
     case PeerAlgo::ReduceScatterBlockDirect: reduce_scatter_block_direct<T, Op>(a); break;
     default: break;
     }

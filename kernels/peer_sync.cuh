@@ -64,17 +64,17 @@ __device__ inline bool wait_flag(const PeerArgs &a, const uint64_t *f, uint64_t 
 // an error) if a peer does not arrive within the timeout.
 __device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch, bool all_blocks = false)
 {
-    __shared__ int failed;
-    if (threadIdx.x == 0) failed = 0;
-    post_flags(a, phase, epoch); // its __syncthreads also orders the reset of `failed`
+    post_flags(a, phase, epoch);
     int per_rank = all_blocks ? gridDim.x : 1;
     int waits = a.nranks * per_rank;
+    int failed = 0;
     for (int i = threadIdx.x; i < waits; i += blockDim.x) {
         int block = all_blocks ? i % per_rank : blockIdx.x;
         if (!wait_flag(a, flag_slot(a.scratch[a.rank], phase, i / per_rank, block), epoch)) failed = 1;
     }
-    __syncthreads();
-    return !failed;
+    // A block-wide OR, not a __shared__ flag: one that thread 0 resets in the
+    // next barrier while others still read it here would be a race.
+    return !__syncthreads_or(failed);
 }
 
 // Pipelined kernels cut each rank's slice into rounds, so that one phase of
@@ -106,10 +106,8 @@ __device__ inline void peer_signal(const PeerArgs &a, uint64_t round) { post_fla
 // Returns false (and flags an error) on timeout.
 __device__ inline bool peer_wait(const PeerArgs &a, int from, uint64_t round)
 {
-    __shared__ int failed;
-    if (threadIdx.x == 0) failed = !wait_flag(a, flag_slot(a.scratch[a.rank], kRoundPhase, from, blockIdx.x), round);
-    __syncthreads();
-    return !failed;
+    int failed = threadIdx.x == 0 && !wait_flag(a, flag_slot(a.scratch[a.rank], kRoundPhase, from, blockIdx.x), round);
+    return !__syncthreads_or(failed);
 }
 
 // dst[i] = src[i] for this block's share of n elements of T.
@@ -128,11 +126,45 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
     }
 }
 
-// dst[i] = op over j of srcs[j][i], for this block's share of n elements.
-// Accumulates in Acc<T>::type and rounds once.
+// dsts[d][i] = src[i] for every d < ndst, this block's share of n
+// elements: one read, ndst writes (the push kernels' forward step). Four
+// 16-byte loads go out before their stores, since src may be a peer's memory.
+template <class T>
+__device__ inline void copy_elems_multi(T *const *dsts, int ndst, const T *src, size_t n, bool vector_ok)
+{
+    constexpr size_t V = 16 / sizeof(T);
+    constexpr int U = 4;
+    Range r = block_range(n, V, 0);
+    size_t vend = vector_ok ? r.begin + (r.end - r.begin) / V * V : r.begin;
+    const size_t stride = blockDim.x * V;
+    size_t i = r.begin + threadIdx.x * V;
+    for (; i + (U - 1) * stride < vend; i += U * stride) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = *reinterpret_cast<const uint4 *>(src + i + u * stride);
+#pragma unroll
+        for (int d = 0; d < kMaxPeers; d++)
+            if (d < ndst)
+#pragma unroll
+                for (int u = 0; u < U; u++) *reinterpret_cast<uint4 *>(dsts[d] + i + u * stride) = v[u];
+    }
+    for (; i < vend; i += stride) {
+        uint4 v = *reinterpret_cast<const uint4 *>(src + i);
+        for (int d = 0; d < ndst; d++) *reinterpret_cast<uint4 *>(dsts[d] + i) = v;
+    }
+    for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) {
+        T v = src[j];
+        for (int d = 0; d < ndst; d++) dsts[d][j] = v;
+    }
+}
+
+// dsts[d][i] = op over j of srcs[j][i] for every d < ndst, this block's
+// share of n elements. Accumulates in Acc<T>::type and rounds once. Each
+// element is read from every source before it is written anywhere, so a
+// destination may be one of the sources (in place).
 template <class T, class Op>
-__device__ inline void reduce_elems(T *dst, T *const *srcs, int nsrc, size_t n, bool vector_ok, T *dst2 = nullptr,
-                                    size_t span = 0)
+__device__ inline void reduce_elems_multi(T *const *dsts, int ndst, T *const *srcs, int nsrc, size_t n,
+                                          bool vector_ok, size_t span = 0)
 {
     using A = Acc<T>;
     using AT = typename A::type;
@@ -152,15 +184,25 @@ __device__ inline void reduce_elems(T *dst, T *const *srcs, int nsrc, size_t n, 
             for (int j = 1; j < nsrc; j++) acc = Op::apply(acc, A::load(in[j].e[k]));
             out.e[k] = A::store(acc);
         }
-        *reinterpret_cast<uint4 *>(dst + i) = out.v;
-        if (dst2) *reinterpret_cast<uint4 *>(dst2 + i) = out.v;
+#pragma unroll
+        for (int d = 0; d < kMaxPeers; d++)
+            if (d < ndst) *reinterpret_cast<uint4 *>(dsts[d] + i) = out.v;
     }
     for (size_t i = vend + threadIdx.x; i < r.end; i += blockDim.x) {
         AT acc = A::load(srcs[0][i]);
         for (int j = 1; j < nsrc; j++) acc = Op::apply(acc, A::load(srcs[j][i]));
-        dst[i] = A::store(acc);
-        if (dst2) dst2[i] = dst[i];
+        T out = A::store(acc);
+        for (int d = 0; d < ndst; d++) dsts[d][i] = out;
     }
+}
+
+// dst[i] (and dst2[i], if given) = op over j of srcs[j][i].
+template <class T, class Op>
+__device__ inline void reduce_elems(T *dst, T *const *srcs, int nsrc, size_t n, bool vector_ok, T *dst2 = nullptr,
+                                    size_t span = 0)
+{
+    T *dsts[2] = {dst, dst2};
+    reduce_elems_multi<T, Op>(dsts, dst2 ? 2 : 1, srcs, nsrc, n, vector_ok, span);
 }
 
 // Scratch of rank `r` for step `epoch`: the two halves alternate.

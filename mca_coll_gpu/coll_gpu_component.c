@@ -41,6 +41,7 @@ static int param_max_blocks = GPUCOLL_DEFAULT_MAX_BLOCKS;
 static int param_threads = GPUCOLL_DEFAULT_THREADS;
 static int param_timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
 static size_t param_direct_min_bytes = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES;
+static int param_direct_style = GPUCOLL_DIRECT_AUTO;
 static int param_ipc_cache_entries = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES;
 static size_t param_block_bytes = 0;
 static size_t param_hier_min_bytes = GPUCOLL_DEFAULT_HIER_MIN_BYTES;
@@ -56,6 +57,8 @@ static const mca_base_var_enum_value_t path_values[] = {
 static const mca_base_var_enum_value_t allreduce_values[] = {
     {GPUCOLL_ALLREDUCE_AUTO, "auto"}, {GPUCOLL_ALLREDUCE_ONESHOT, "oneshot"},
     {GPUCOLL_ALLREDUCE_TWOSHOT, "twoshot"}, {GPUCOLL_ALLREDUCE_DIRECT, "direct"}, {0, NULL}};
+static const mca_base_var_enum_value_t direct_style_values[] = {
+    {GPUCOLL_DIRECT_AUTO, "auto"}, {GPUCOLL_DIRECT_PULL, "pull"}, {GPUCOLL_DIRECT_PUSH, "push"}, {0, NULL}};
 static const mca_base_var_enum_value_t inter_path_values[] = {
     {GPUCOLL_INTER_AUTO, "auto"}, {GPUCOLL_INTER_HIER, "hier"}, {GPUCOLL_INTER_STAGED, "staged"}, {0, NULL}};
 static const mca_base_var_enum_value_t ucx_device_path_values[] = {
@@ -116,6 +119,11 @@ static int gpu_register(void)
                                  "that runs zero-copy: peers read each other's buffers through CUDA IPC instead "
                                  "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes",
              OPAL_INFO_LVL_5, &param_direct_min_bytes);
+    reg_enum("direct_style", "How zero-copy allreduce, allgather and bcast move data between the mapped buffers: "
+                             "auto (the one measured faster for the collective and rank count), pull (every "
+                             "rank loads what it needs from its peers' buffers), push (the rank that holds or "
+                             "reduces a piece stores it into every peer's buffer)",
+             direct_style_values, &param_direct_style);
     reg_int("ipc_cache_entries", "Peer buffers each rank keeps mapped per communicator (least recently used ones "
                                  "are unmapped first); bounds the memory held for freed peer buffers",
             OPAL_INFO_LVL_6, &param_ipc_cache_entries);
@@ -178,6 +186,7 @@ static int gpu_open(void)
     cfg->threads_per_block = param_threads;
     cfg->timeout_ms = param_timeout_ms;
     cfg->direct_min_bytes = param_direct_min_bytes;
+    cfg->direct_style = (gpucoll_direct_style_t)param_direct_style;
     cfg->ipc_cache_entries = param_ipc_cache_entries;
     cfg->block_bytes = param_block_bytes;
     cfg->hier_min_bytes = param_hier_min_bytes;

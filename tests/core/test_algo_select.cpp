@@ -38,6 +38,32 @@ int main()
     CHECK(p.algo == PeerAlgo::AllreduceTwoShot);
     cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_AUTO;
 
+    // zero-copy by loads or by stores, as direct_style says; reduce_scatter_block only pulls
+    {
+        gpucoll_config_t c = cfg;
+        const size_t big = 64u << 20;
+        for (gpucoll_direct_style_t style : {GPUCOLL_DIRECT_PULL, GPUCOLL_DIRECT_PUSH}) {
+            c.direct_style = style;
+            bool push = style == GPUCOLL_DIRECT_PUSH;
+            CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, big, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, true, &p));
+            CHECK(p.algo == (push ? PeerAlgo::AllreducePush : PeerAlgo::AllreduceDirect));
+            CHECK(make_plan(args(GPUCOLL_COLL_ALLGATHER, big, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 4, c, true, &p));
+            CHECK(p.algo == (push ? PeerAlgo::AllgatherPush : PeerAlgo::AllgatherDirect) && p.strided);
+            CHECK(make_plan(args(GPUCOLL_COLL_BCAST, big, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 3, c, true, &p));
+            CHECK(p.algo == (push ? PeerAlgo::BcastPush : PeerAlgo::BcastDirect));
+            CHECK(make_plan(args(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, big, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c,
+                            true, &p));
+            CHECK(p.algo == PeerAlgo::ReduceScatterBlockDirect);
+            // without mapped buffers the style does not matter
+            CHECK(make_plan(args(GPUCOLL_COLL_BCAST, big, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 3, c, false, &p));
+            CHECK(p.algo == PeerAlgo::Bcast);
+            CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, big, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, false, &p));
+            CHECK(p.algo == PeerAlgo::AllreduceTwoShot);
+            CHECK(is_direct(PeerAlgo::AllreducePush) && is_direct(PeerAlgo::BcastPush) &&
+                  moves_bytes(PeerAlgo::BcastPush) && !moves_bytes(PeerAlgo::AllreducePush));
+        }
+    }
+
     // ops MPI does not allow on the type are refused
     CHECK(!make_plan(args(GPUCOLL_COLL_ALLREDUCE, 10, GPUCOLL_FLOAT32, GPUCOLL_OP_BXOR), 0, 2, cfg, &p));
     CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 10, GPUCOLL_INT32, GPUCOLL_OP_BXOR), 0, 2, cfg, &p));

@@ -56,7 +56,7 @@ int main()
     a.dtype = GPUCOLL_FLOAT32;
     a.op = GPUCOLL_OP_SUM;
     Plan p{};
-    CHECK(make_plan(a, 0, 4, cfg, true, &p) && p.algo == PeerAlgo::AllreduceDirect);
+    CHECK(make_plan(a, 0, 4, cfg, true, &p) && p.algo == PeerAlgo::AllreducePush);
     CHECK(make_plan(a, 0, 4, cfg, false, &p) && p.algo == PeerAlgo::AllreduceTwoShot);
     a.count = 16;
     CHECK(make_plan(a, 0, 4, cfg, true, &p) && p.algo == PeerAlgo::AllreduceOneShot);
@@ -71,7 +71,7 @@ int main()
     a.kind = GPUCOLL_COLL_ALLREDUCE;
     a.dtype = GPUCOLL_FLOAT32;
     a.op = GPUCOLL_OP_SUM;
-    CHECK(make_plan(a, 0, 2, cfg, true, &p) && p.algo == PeerAlgo::AllreduceDirect);
+    CHECK(make_plan(a, 0, 2, cfg, true, &p) && p.algo == PeerAlgo::AllreducePush);
     CHECK(make_plan(a, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::AllreduceTwoShot);
 
     std::printf("test_ipc_cache: %s\n", failures ? "FAILED" : "ok");
