@@ -23,7 +23,9 @@ typedef enum gpucoll_allreduce_algo {
     GPUCOLL_ALLREDUCE_AUTO = 0,
     GPUCOLL_ALLREDUCE_ONESHOT = 1,
     GPUCOLL_ALLREDUCE_TWOSHOT = 2,   /* through scratch, chunked */
-    GPUCOLL_ALLREDUCE_DIRECT = 3     /* two-shot on peers' mapped buffers (two-shot where they cannot be mapped) */
+    GPUCOLL_ALLREDUCE_DIRECT = 3,    /* two-shot on peers' mapped buffers (two-shot where they cannot be mapped) */
+    GPUCOLL_ALLREDUCE_WRITES = 4     /* zero-copy, every byte over the links as a store, through the owners'
+                                        scratch (two-shot where buffers cannot be mapped) */
 } gpucoll_allreduce_algo_t;
 
 /* How the zero-copy kernels move data between mapped buffers. */

@@ -18,6 +18,7 @@ struct Entry {
 constexpr Entry kTable[] = {
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, true, 0, false, false},
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, true, 0, false, true},
+    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, true, 0, false, true},
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, true, 0, false, false},
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, true, 0, false, false},
     {GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, true, 0, false, false},
@@ -34,25 +35,34 @@ constexpr Entry kTable[] = {
 
 // Whether zero-copy `kind` runs by stores (push) or loads (pull).
 // Auto pushes: on 4 x H200 at 256 MiB, push against pull, allgather 592 vs
-// 676 us, bcast 818 vs 1322 us; allreduce 1354 vs 1334 us, but push is ahead
-// from 4 to 64 MiB and at 2 GPUs (docs/performance.md). Reduce_scatter_block
-// has only a pull kernel: a reduction reads all inputs.
+// 676 us, bcast 818 vs 1322 us, allreduce see kWritesMinBytes
+// (docs/performance.md). Reduce_scatter_block has only a pull kernel: a
+// reduction reads all inputs.
 bool direct_push(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
 {
     if (kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK) return false;
     return cfg.direct_style != GPUCOLL_DIRECT_PULL;
 }
 
+// Zero-copy allreduce by stores: from 3 ranks and 16 MiB on, every byte as
+// a store through the owners' scratch (4 x H200, 256 MiB: 1228 us against
+// 1348 reading the inputs and pushing the results, 1328 pulling both; 64 MiB:
+// 323, 358, 366); below that, or on 2 ranks (64 MiB: 227 against 259), the
+// loads of the inputs cost less than the trip through scratch.
+constexpr size_t kWritesMinBytes = 16u << 20;
+
 // Allreduce: the size picks one-shot (latency) or a two-shot (bandwidth);
 // the parameter can force either. Zero-copy when the buffers are mapped.
-PeerAlgo allreduce_algo(size_t bytes, const gpucoll_config_t &cfg, bool direct)
+PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, bool direct)
 {
-    PeerAlgo zero_copy = direct_push(GPUCOLL_COLL_ALLREDUCE, cfg) ? PeerAlgo::AllreducePush
-                                                                           : PeerAlgo::AllreduceDirect;
+    PeerAlgo zero_copy = !direct_push(GPUCOLL_COLL_ALLREDUCE, cfg)           ? PeerAlgo::AllreduceDirect
+                         : nranks >= 3 && bytes >= kWritesMinBytes ? PeerAlgo::AllreduceWrites
+                                                                           : PeerAlgo::AllreducePush;
     switch (cfg.allreduce_algorithm) {
     case GPUCOLL_ALLREDUCE_ONESHOT: return PeerAlgo::AllreduceOneShot;
     case GPUCOLL_ALLREDUCE_TWOSHOT: return PeerAlgo::AllreduceTwoShot;
     case GPUCOLL_ALLREDUCE_DIRECT: return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
+    case GPUCOLL_ALLREDUCE_WRITES: return direct ? PeerAlgo::AllreduceWrites : PeerAlgo::AllreduceTwoShot;
     default:
         if (bytes <= cfg.oneshot_max_bytes) return PeerAlgo::AllreduceOneShot;
         return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
@@ -69,7 +79,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     size_t elt = gpucoll_dtype_size(a.dtype);
     if (elt == 0) return false;
     PeerAlgo want =
-        a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, cfg, direct) : PeerAlgo::Bcast;
+        a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, nranks, cfg, direct) : PeerAlgo::Bcast;
     bool push = direct && direct_push(a.kind, cfg);
     for (const Entry &e : kTable) {
         if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;
@@ -124,6 +134,7 @@ const char *algo_name(PeerAlgo algo)
     case PeerAlgo::AllgatherDirect: return "allgather_direct";
     case PeerAlgo::BcastDirect: return "bcast_direct";
     case PeerAlgo::AllreducePush: return "allreduce_push";
+    case PeerAlgo::AllreduceWrites: return "allreduce_writes";
     case PeerAlgo::AllgatherPush: return "allgather_push";
     case PeerAlgo::BcastPush: return "bcast_push";
     }

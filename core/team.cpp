@@ -311,7 +311,7 @@ bool direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg,
     case GPUCOLL_COLL_ALLREDUCE:
         if (cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_ONESHOT || cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_TWOSHOT)
             return false;
-        return cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_DIRECT ||
+        return cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_DIRECT || cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_WRITES ||
                (bytes > cfg.oneshot_max_bytes && bytes >= cfg.direct_min_bytes);
     case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
         return a.sbuf != nullptr && bytes % 16 == 0 && bytes * nranks >= cfg.direct_min_bytes;

@@ -18,7 +18,6 @@ template <class T, class Op> __device__ void allreduce_direct(const PeerArgs &a)
     T *dst = reinterpret_cast<T *>(a.dst);
     Range mine = twoshot_slice<T>(a.count, a.rank, a.nranks);
     const int rounds = pipeline_rounds(twoshot_slice<T>(a.count, 0, a.nranks).end * sizeof(T));
-    const uint64_t base = a.epoch0 * kMaxRounds; // grows from call to call, see kRoundPhase
     for (int k = 0; k <= rounds; k++) {
         if (k < rounds) {
             Range p = round_piece<T>(mine, k, rounds);
@@ -28,14 +27,14 @@ template <class T, class Op> __device__ void allreduce_direct(const PeerArgs &a)
             // In place, srcs[rank] is our own output: each element is read
             // before it is written, and only this slice's owner reads it.
             reduce_elems<T, Op>(dst + p.begin, srcs, a.nranks, p.end - p.begin, a.vector_ok);
-            peer_signal(a, base + k + 1);
+            peer_signal(a, k);
         }
         if (k == 0) continue;
         for (int i = 1; i < a.nranks; i++) {
             int peer = (a.rank + i) % a.nranks; // stagger so ranks do not all read one peer at once
             // Once the owner signals piece k-1 it has also read that part of
             // our input, so in place we may overwrite it now.
-            if (!peer_wait(a, peer, base + k)) return;
+            if (!peer_wait(a, peer, k - 1)) return;
             Range p = round_piece<T>(twoshot_slice<T>(a.count, peer, a.nranks), k - 1, rounds);
             copy_elems(dst + p.begin, reinterpret_cast<const T *>(a.peer_dst[peer]) + p.begin, p.end - p.begin,
                        a.vector_ok);

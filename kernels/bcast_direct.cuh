@@ -23,20 +23,19 @@ __device__ inline void bcast_direct(const PeerArgs &a)
     const int receivers = a.nranks - 1;
     const int me = bcast_receiver(a, a.rank);
     const int rounds = pipeline_rounds(twoshot_slice<char>(a.count, 0, receivers).end);
-    const uint64_t base = a.epoch0 * kMaxRounds; // grows from call to call, see kRoundPhase
     if (a.rank != a.root) {
         Range mine = twoshot_slice<char>(a.count, me, receivers);
         for (int k = 0; k <= rounds; k++) {
             if (k < rounds) {
                 Range p = round_piece<char>(mine, k, rounds);
                 copy_elems(a.dst + p.begin, a.peer_src[a.root] + p.begin, p.end - p.begin, a.vector_ok);
-                peer_signal(a, base + k + 1);
+                peer_signal(a, k);
             }
             if (k == 0) continue;
             for (int i = 1; i < receivers; i++) {
                 int j = (me + i) % receivers; // stagger so receivers do not all read one peer at once
                 int owner = (j + a.root + 1) % a.nranks;
-                if (!peer_wait(a, owner, base + k)) return;
+                if (!peer_wait(a, owner, k - 1)) return;
                 Range p = round_piece<char>(twoshot_slice<char>(a.count, j, receivers), k - 1, rounds);
                 copy_elems(a.dst + p.begin, a.peer_dst[owner] + p.begin, p.end - p.begin, a.vector_ok);
             }

@@ -11,12 +11,16 @@ namespace gpucoll {
 
 constexpr int kMaxPeers = 8;
 constexpr int kMaxBlocks = 128;
-// Flag sets per rank: barriers 0-2 (the direct allreduce has three) and the
-// round flags of pipelined kernels (kRoundPhase), whose values are
-// epoch x kMaxRounds + round so that they grow across calls too.
-constexpr int kPhases = 4;
+// Flag sets per rank: barriers 0-2 (the direct allreduce has three), the
+// round flags of pipelined kernels (kRoundPhase) and the flags by which the
+// write-based allreduce hands a scratch slot back to its writers
+// (kFreePhase). Round and free flags hold round_flag(epoch, round), so that
+// they grow across calls too.
+constexpr int kPhases = 5;
 constexpr int kRoundPhase = 3;
-constexpr int kMaxRounds = 16;
+constexpr int kFreePhase = 4;
+constexpr int kMaxRounds = 16; // rounds of the pipelined pull kernels
+constexpr int kRoundBits = 24; // rounds one call may count in its flags
 // Each rank's scratch starts with barrier flags: [phase][rank][block].
 constexpr size_t kFlagsBytes = kPhases * kMaxPeers * kMaxBlocks * sizeof(uint64_t);
 constexpr size_t kDataOffset = 64 * 1024;
@@ -40,6 +44,8 @@ enum class PeerAlgo : int {
                           // piece of the other slices from their receivers; barrier
     // Zero-copy by stores into peers' buffers (push) rather than loads (pull, above).
     AllreducePush,        // barrier, reduce own slice from peers' inputs into every rank's output; barrier
+    AllreduceWrites,      // barrier, rounds of: write a piece of every other slice into its owner's scratch,
+                          // reduce the previous piece of own slice into every rank's output; barrier
     AllgatherPush,        // barrier, write own input into every peer's output; barrier
     BcastPush             // barrier, read own slice from the root into every receiver's buffer; barrier
 };
@@ -66,7 +72,7 @@ constexpr bool is_direct(PeerAlgo a)
 {
     return a == PeerAlgo::AllreduceDirect || a == PeerAlgo::ReduceScatterBlockDirect ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllreducePush ||
-           a == PeerAlgo::AllgatherPush || a == PeerAlgo::BcastPush;
+           a == PeerAlgo::AllreduceWrites || a == PeerAlgo::AllgatherPush || a == PeerAlgo::BcastPush;
 }
 
 // Whether the kernel moves bytes (no datatype, no op) rather than reducing.

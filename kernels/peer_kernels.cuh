@@ -9,6 +9,7 @@
 #include "allreduce_direct.cuh"
 #include "allreduce_oneshot.cuh"
 #include "allreduce_push.cuh"
+#include "allreduce_writes.cuh"
 #include "allreduce_twoshot.cuh"
 #include "alltoall.cuh"
 #include "bcast.cuh"
@@ -41,6 +42,7 @@ template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
     case PeerAlgo::LocalReduce: local_reduce<T, Op>(a); break;
     case PeerAlgo::AllreduceDirect: allreduce_direct<T, Op>(a); break;
     case PeerAlgo::AllreducePush: allreduce_push<T, Op>(a); break;
+    case PeerAlgo::AllreduceWrites: allreduce_writes<T, Op>(a); break;
     case PeerAlgo::ReduceScatterBlockDirect: reduce_scatter_block_direct<T, Op>(a); break;
     default: break;
     }

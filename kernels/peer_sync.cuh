@@ -97,16 +97,33 @@ template <class T> __device__ inline Range round_piece(Range s, int k, int round
     return Range{b < s.end ? b : s.end, e < s.end ? e : s.end};
 }
 
-// Pipelined kernels: block b tells every rank that its part of `round` is
-// written ...
-__device__ inline void peer_signal(const PeerArgs &a, uint64_t round) { post_flags(a, kRoundPhase, round); }
+// The value of the flags of round k (0-based) of the call whose first
+// barrier epoch is `epoch`: above every earlier call's.
+__device__ inline uint64_t round_flag(uint64_t epoch, uint64_t k) { return (epoch << kRoundBits) + k + 1; }
 
-// ... and waits until block b of rank `from` has signalled `round` (or
+// Pipelined kernels: block b tells every rank that its part of round k is
+// written (phase kRoundPhase) or that it is done with a slot (kFreePhase) ...
+__device__ inline void peer_signal(const PeerArgs &a, uint64_t k, int phase = kRoundPhase)
+{
+    post_flags(a, phase, round_flag(a.epoch0, k));
+}
+
+// ... and waits until block b of rank `from` has signalled round k (or
 // later). Block b pairs with block b: the same partition of the same piece.
 // Returns false (and flags an error) on timeout.
-__device__ inline bool peer_wait(const PeerArgs &a, int from, uint64_t round)
+__device__ inline bool peer_wait(const PeerArgs &a, int from, uint64_t k, int phase = kRoundPhase)
 {
-    int failed = threadIdx.x == 0 && !wait_flag(a, flag_slot(a.scratch[a.rank], kRoundPhase, from, blockIdx.x), round);
+    int failed = threadIdx.x == 0 &&
+                 !wait_flag(a, flag_slot(a.scratch[a.rank], phase, from, blockIdx.x), round_flag(a.epoch0, k));
+    return !__syncthreads_or(failed);
+}
+
+// The same for every rank but this one at once (one thread per peer).
+__device__ inline bool peers_wait(const PeerArgs &a, uint64_t k, int phase)
+{
+    int t = threadIdx.x;
+    int failed = t < a.nranks && t != a.rank &&
+                 !wait_flag(a, flag_slot(a.scratch[a.rank], phase, t, blockIdx.x), round_flag(a.epoch0, k));
     return !__syncthreads_or(failed);
 }
 

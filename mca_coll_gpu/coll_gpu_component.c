@@ -56,7 +56,8 @@ static const mca_base_var_enum_value_t path_values[] = {
     {GPUCOLL_PATH_AUTO, "auto"}, {GPUCOLL_PATH_STAGED, "staged"}, {GPUCOLL_PATH_IPC, "ipc"}, {0, NULL}};
 static const mca_base_var_enum_value_t allreduce_values[] = {
     {GPUCOLL_ALLREDUCE_AUTO, "auto"}, {GPUCOLL_ALLREDUCE_ONESHOT, "oneshot"},
-    {GPUCOLL_ALLREDUCE_TWOSHOT, "twoshot"}, {GPUCOLL_ALLREDUCE_DIRECT, "direct"}, {0, NULL}};
+    {GPUCOLL_ALLREDUCE_TWOSHOT, "twoshot"}, {GPUCOLL_ALLREDUCE_DIRECT, "direct"},
+    {GPUCOLL_ALLREDUCE_WRITES, "writes"}, {0, NULL}};
 static const mca_base_var_enum_value_t direct_style_values[] = {
     {GPUCOLL_DIRECT_AUTO, "auto"}, {GPUCOLL_DIRECT_PULL, "pull"}, {GPUCOLL_DIRECT_PUSH, "push"}, {0, NULL}};
 static const mca_base_var_enum_value_t inter_path_values[] = {
@@ -111,7 +112,9 @@ static int gpu_register(void)
              path_values, &param_path);
     reg_enum("allreduce_algorithm", "Allreduce over peer memory: auto (one-shot up to oneshot_max_bytes, "
                                     "zero-copy two-shot above where all buffers can be mapped, else two-shot "
-                                    "through scratch), oneshot, twoshot (through scratch), direct (zero-copy)",
+                                    "through scratch), oneshot, twoshot (through scratch), direct (zero-copy, "
+                                    "loads or stores as direct_style says), writes (zero-copy by stores only, "
+                                    "the reduce-scatter through the owners' scratch)",
              allreduce_values, &param_allreduce_algorithm);
     reg_size("oneshot_max_bytes", "Largest allreduce (bytes) that the auto choice runs one-shot",
              OPAL_INFO_LVL_5, &param_oneshot_max_bytes);

@@ -45,7 +45,15 @@ int main()
         for (gpucoll_direct_style_t style : {GPUCOLL_DIRECT_PULL, GPUCOLL_DIRECT_PUSH}) {
             c.direct_style = style;
             bool push = style == GPUCOLL_DIRECT_PUSH;
+            // allreduce by stores: through the owners' scratch from 3 ranks and 16 MiB on
             CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, big, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, true, &p));
+            CHECK(p.algo == (push ? PeerAlgo::AllreduceWrites : PeerAlgo::AllreduceDirect));
+            CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, big, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 3, c, true, &p));
+            CHECK(p.algo == (push ? PeerAlgo::AllreduceWrites : PeerAlgo::AllreduceDirect));
+            CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, big, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, c, true, &p));
+            CHECK(p.algo == (push ? PeerAlgo::AllreducePush : PeerAlgo::AllreduceDirect));
+            CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, (8u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c,
+                            true, &p));
             CHECK(p.algo == (push ? PeerAlgo::AllreducePush : PeerAlgo::AllreduceDirect));
             CHECK(make_plan(args(GPUCOLL_COLL_ALLGATHER, big, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 4, c, true, &p));
             CHECK(p.algo == (push ? PeerAlgo::AllgatherPush : PeerAlgo::AllgatherDirect) && p.strided);
@@ -63,6 +71,14 @@ int main()
                   moves_bytes(PeerAlgo::BcastPush) && !moves_bytes(PeerAlgo::AllreducePush));
         }
     }
+
+    // writes forced: zero-copy where mapped, else the scratch two-shot
+    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_WRITES;
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 64, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, cfg, true, &p));
+    CHECK(p.algo == PeerAlgo::AllreduceWrites);
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 64, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, cfg, false, &p));
+    CHECK(p.algo == PeerAlgo::AllreduceTwoShot);
+    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_AUTO;
 
     // ops MPI does not allow on the type are refused
     CHECK(!make_plan(args(GPUCOLL_COLL_ALLREDUCE, 10, GPUCOLL_FLOAT32, GPUCOLL_OP_BXOR), 0, 2, cfg, &p));

@@ -291,15 +291,61 @@ static void check_round_pieces()
     CHECK(pipeline_rounds(twoshot_slice<char>(256u << 20, 0, 3).end) > 1, "no pipeline at 256 MiB");
     CHECK(pipeline_rounds(twoshot_slice<char>(4u << 20, 0, 3).end) == 1, "pipeline at 4 MiB");
     gridDim.x = 1;
-    for (uint64_t epoch : {1ull, 2ull, 1000ull})
-        CHECK(epoch * kMaxRounds + kMaxRounds < (epoch + 1) * kMaxRounds + 1, "round flags overlap at %llu",
-              (unsigned long long)epoch);
+    // The last round a call may count stays below the next call's first.
+    for (uint64_t epoch : {1ull, 2ull, 1000ull, 1ull << 30})
+        CHECK(round_flag(epoch, (1ull << kRoundBits) - 2) < round_flag(epoch + 1, 0) &&
+                  round_flag(epoch, 0) > round_flag(epoch - 1, 1000),
+              "round flags overlap at %llu", (unsigned long long)epoch);
+}
+
+// ---- the write-based allreduce: pieces in scratch slots ------------------------------------
+// Every round's piece of every slice fits its slot, the slots of all writers
+// and both parities fit the data area without overlapping, and the pieces
+// cover each slice exactly.
+template <class T> static void check_write_slots_of()
+{
+    for (size_t half : {size_t(65536), size_t(1) << 20, size_t(32) << 20})
+        for (int nranks = 2; nranks <= kMaxPeers; nranks++)
+            for (size_t n : {size_t(1), size_t(17), size_t(4096) + 3, (size_t(8) << 20) / sizeof(T) + 5,
+                             (size_t(256) << 20) / sizeof(T)}) {
+                gridDim.x = 128;
+                PeerArgs a{};
+                a.count = n;
+                a.nranks = nranks;
+                a.half_bytes = half;
+                static char area[1];
+                for (int r = 0; r < nranks; r++) a.scratch[r] = area;
+                size_t slot = write_slot_bytes(a);
+                CHECK(slot > 0 && slot % 16 == 0 && slot * kWriteSlots * nranks <= 2 * half, "slot %zu", slot);
+                const char *base = area + kDataOffset;
+                CHECK(reinterpret_cast<char *>(write_slot<T>(a, 0, nranks - 1, 1)) - base ==
+                          (ptrdiff_t)(slot * (kWriteSlots * nranks - 1)),
+                      "last slot misplaced");
+                int rounds = write_rounds<T>(a);
+                CHECK(rounds >= 1 && rounds < (1 << kRoundBits), "%d rounds", rounds);
+                for (int j = 0; j < nranks; j++) {
+                    Range s = twoshot_slice<T>(n, j, nranks);
+                    size_t next = s.begin;
+                    for (int k = 0; k < rounds; k++) {
+                        Range p = round_piece<T>(s, k, rounds);
+                        CHECK(p.begin == next && (p.end - p.begin) * sizeof(T) <= slot,
+                              "n %zu nranks %d slice %d piece %d: %zu elements, slot %zu bytes", n, nranks, j, k,
+                              p.end - p.begin, slot);
+                        next = p.end;
+                    }
+                    CHECK(next == s.end, "n %zu slice %d not covered", n, j);
+                }
+            }
+    gridDim.x = 1;
 }
 
 int main()
 {
     check_plans();
     check_block_ranges();
+    check_write_slots_of<uint8_t>();
+    check_write_slots_of<float>();
+    check_write_slots_of<double>();
     check_twoshot_slices_of<uint8_t>();
     check_twoshot_slices_of<half_t>();
     check_twoshot_slices_of<float>();
