@@ -46,7 +46,8 @@ typedef struct gpucoll_config {
     int max_blocks;                  /* grid size cap of the peer kernels */
     size_t block_bytes;              /* bytes per thread block before max_blocks caps the grid
                                         (0: each algorithm's own, see algo_select.cpp) */
-    int threads_per_block;
+    int threads_per_block;           /* made a multiple of 32 in 32..1024; kernels whose registers allow
+                                        fewer run with their most */
     int timeout_ms;                  /* bound of every wait on another rank */
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
     gpucoll_direct_style_t direct_style; /* loads or stores for allreduce, allgather and bcast zero-copy */

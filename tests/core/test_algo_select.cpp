@@ -116,6 +116,15 @@ int main()
     CHECK(blocks_for(p, 4, cfg, 4) == 64);
     cfg.block_bytes = 0;
 
+    // threads per block: whole warps in 32..1024, whatever is asked for
+    for (int asked : {1, 31, 33, 100, 512, 1000, 1024, 4096}) {
+        gpucoll_config_t c{};
+        c.threads_per_block = asked;
+        gpucoll_config_fill_defaults(&c);
+        CHECK(c.threads_per_block % 32 == 0 && c.threads_per_block >= 32 && c.threads_per_block <= 1024 &&
+              c.threads_per_block <= (asked < 32 ? 32 : asked));
+    }
+
     // the datatype x op table
     int valid = 0;
     for (int d = 0; d < GPUCOLL_DTYPE_COUNT; d++)
