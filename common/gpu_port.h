@@ -172,6 +172,25 @@ __device__ __forceinline__ void gpu_store_release_sys(uint64_t *p, uint64_t v)
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #endif
 }
+// Block-wide OR of `pred` that is also a barrier for the block. HIP 5.2's
+// __syncthreads_or does not compile for gfx90a (its wave reduction selects
+// a gfx10 intrinsic), so HIP goes through shared memory; the first barrier
+// keeps thread 0's reset from racing with reads of an earlier call.
+__device__ __forceinline__ int gpu_block_any(int pred)
+{
+#if defined(COLL_GPU_HIP)
+    __shared__ int any;
+    __syncthreads();
+    if (threadIdx.x == 0) any = 0;
+    __syncthreads();
+    if (pred) atomicOr(&any, 1);
+    __syncthreads();
+    return any;
+#else
+    return __syncthreads_or(pred);
+#endif
+}
+
 __device__ __forceinline__ uint64_t gpu_load_acquire_sys(const uint64_t *p)
 {
 #if defined(COLL_GPU_HIP)

@@ -72,9 +72,9 @@ __device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch
         int block = all_blocks ? i % per_rank : blockIdx.x;
         if (!wait_flag(a, flag_slot(a.scratch[a.rank], phase, i / per_rank, block), epoch)) failed = 1;
     }
-    // A block-wide OR, not a __shared__ flag: one that thread 0 resets in the
-    // next barrier while others still read it here would be a race.
-    return !__syncthreads_or(failed);
+    // A block-wide OR (gpu_port.h), not a __shared__ flag reset by thread 0
+    // here: the next barrier's reset would race with late readers of this one.
+    return !gpu_block_any(failed);
 }
 
 // Pipelined kernels cut each rank's slice into rounds, so that one phase of
@@ -115,7 +115,7 @@ __device__ inline bool peer_wait(const PeerArgs &a, int from, uint64_t k, int ph
 {
     int failed = threadIdx.x == 0 &&
                  !wait_flag(a, flag_slot(a.scratch[a.rank], phase, from, blockIdx.x), round_flag(a.epoch0, k));
-    return !__syncthreads_or(failed);
+    return !gpu_block_any(failed);
 }
 
 // The same for every rank but this one at once (one thread per peer).
@@ -124,7 +124,7 @@ __device__ inline bool peers_wait(const PeerArgs &a, uint64_t k, int phase)
     int t = threadIdx.x;
     int failed = t < a.nranks && t != a.rank &&
                  !wait_flag(a, flag_slot(a.scratch[a.rank], phase, t, blockIdx.x), round_flag(a.epoch0, k));
-    return !__syncthreads_or(failed);
+    return !gpu_block_any(failed);
 }
 
 // dst[i] = src[i] for this block's share of n elements of T.

@@ -48,7 +48,7 @@ inline unsigned __float_as_uint(float f)
 }
 
 void __syncthreads();
-int __syncthreads_or(int predicate);
+int gpu_block_any(int predicate);
 void __threadfence_system();
 int atomicExch(int *address, int value);
 uint64_t gpu_global_timer_ns();
