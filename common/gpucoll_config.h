@@ -72,7 +72,9 @@ typedef enum gpucoll_inter_path {
 } gpucoll_inter_path_t;
 
 /* Defaults used when a field is zero. */
-#define GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES (256u * 1024u)
+/* 4 x H200, allreduce fp32: one-shot 23.9 us at 512 KiB and 29.9 at 1 MiB against 31.1 and 33.1 for
+   the scratch two-shot (2 ranks: 17.8, 19.1 against 23.9, 25.6); docs/performance.md. */
+#define GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES (1024u * 1024u)
 #define GPUCOLL_DEFAULT_SCRATCH_BYTES (64u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_STAGING_CACHE_BYTES (256u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_MAX_PEERS 8
