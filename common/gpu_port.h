@@ -64,10 +64,6 @@ typedef hipDeviceProp_t gpuDeviceProp_t;
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
 #define gpuIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
 #define gpuLaunchKernel hipLaunchKernel
-#define gpuFuncAttributes hipFuncAttributes
-#define gpuFuncGetAttributes hipFuncGetAttributes
-#define gpuPeekAtLastError hipPeekAtLastError
-#define gpuErrorLaunchOutOfResources hipErrorLaunchOutOfResources
 #define GPU_WARP_SIZE 64
 #else
 #include <cuda.h>
@@ -124,10 +120,6 @@ typedef cudaDeviceProp gpuDeviceProp_t;
 #define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
 #define gpuIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 #define gpuLaunchKernel cudaLaunchKernel
-#define gpuFuncAttributes cudaFuncAttributes
-#define gpuFuncGetAttributes cudaFuncGetAttributes
-#define gpuPeekAtLastError cudaPeekAtLastError
-#define gpuErrorLaunchOutOfResources cudaErrorLaunchOutOfResources
 #define GPU_WARP_SIZE 32
 #endif
 

@@ -8,9 +8,10 @@ void gpucoll_config_fill_defaults(gpucoll_config_t *c)
     if (c->max_peers <= 0) c->max_peers = GPUCOLL_DEFAULT_MAX_PEERS;
     if (c->max_blocks <= 0) c->max_blocks = GPUCOLL_DEFAULT_MAX_BLOCKS;
     if (c->threads_per_block <= 0) c->threads_per_block = GPUCOLL_DEFAULT_THREADS;
-    /* Whole warps, and at least one thread per peer: the barrier posts one flag per thread. */
+    /* Whole warps, at least one thread per peer (the barrier posts one flag per
+     * thread), at most what the kernels are compiled to launch with. */
     if (c->threads_per_block < 32) c->threads_per_block = 32;
-    if (c->threads_per_block > 1024) c->threads_per_block = 1024;
+    if (c->threads_per_block > GPUCOLL_MAX_THREADS_PER_BLOCK) c->threads_per_block = GPUCOLL_MAX_THREADS_PER_BLOCK;
     c->threads_per_block -= c->threads_per_block % 32;
     if (c->timeout_ms <= 0) c->timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
     if (!c->direct_min_bytes) c->direct_min_bytes = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES;

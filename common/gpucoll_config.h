@@ -46,8 +46,7 @@ typedef struct gpucoll_config {
     int max_blocks;                  /* grid size cap of the peer kernels */
     size_t block_bytes;              /* bytes per thread block before max_blocks caps the grid
                                         (0: each algorithm's own, see algo_select.cpp) */
-    int threads_per_block;           /* made a multiple of 32 in 32..1024; kernels whose registers allow
-                                        fewer run with their most */
+    int threads_per_block;           /* made a multiple of 32 in 32..GPUCOLL_MAX_THREADS_PER_BLOCK */
     int timeout_ms;                  /* bound of every wait on another rank */
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
     gpucoll_direct_style_t direct_style; /* loads or stores for allreduce, allgather and bcast zero-copy */
@@ -80,6 +79,8 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_MAX_PEERS 8
 #define GPUCOLL_DEFAULT_MAX_BLOCKS 128
 #define GPUCOLL_DEFAULT_THREADS 512
+/* The kernels' __launch_bounds__: more threads per block would not fit their registers. */
+#define GPUCOLL_MAX_THREADS_PER_BLOCK 512
 #define GPUCOLL_DEFAULT_TIMEOUT_MS 60000
 #define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (4u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64

@@ -3,7 +3,7 @@
 
 namespace gpucoll {
 
-__global__ void peer_move_kernel(PeerArgs a)
+__global__ void __launch_bounds__(kMaxThreads) peer_move_kernel(PeerArgs a)
 {
     switch (a.algo) {
     case PeerAlgo::Allgather: run_steps<allgather_step>(a); break;
@@ -40,16 +40,6 @@ bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t o
     KernelFn k = moves_bytes(a.algo) ? peer_move_kernel : reduce_kernel_for(dtype, op);
     if (!k) return false;
     k<<<blocks, threads, 0, (gpuStream_t)stream>>>(a);
-    // More threads than the kernel's registers allow fails the launch: run
-    // it with the most it allows. Ranks may differ in threads, not in blocks
-    // (the partition between ranks depends only on the grid).
-    if (gpuPeekAtLastError() == gpuErrorLaunchOutOfResources) {
-        (void)gpuGetLastError();
-        gpuFuncAttributes attr;
-        if (gpuFuncGetAttributes(&attr, (const void *)k) == gpuSuccess && attr.maxThreadsPerBlock >= 32 &&
-            attr.maxThreadsPerBlock < threads)
-            k<<<blocks, attr.maxThreadsPerBlock / 32 * 32, 0, (gpuStream_t)stream>>>(a);
-    }
     return true;
 }
 

@@ -111,10 +111,10 @@ __device__ inline void peer_signal(const PeerArgs &a, uint64_t k, int phase = kR
 // ... and waits until block b of rank `from` has signalled round k (or
 // later). Block b pairs with block b: the same partition of the same piece.
 // Returns false (and flags an error) on timeout.
-__device__ inline bool peer_wait(const PeerArgs &a, int from, uint64_t k, int phase = kRoundPhase)
+__device__ inline bool peer_wait(const PeerArgs &a, int from, uint64_t k)
 {
     int failed = threadIdx.x == 0 &&
-                 !wait_flag(a, flag_slot(a.scratch[a.rank], phase, from, blockIdx.x), round_flag(a.epoch0, k));
+                 !wait_flag(a, flag_slot(a.scratch[a.rank], kRoundPhase, from, blockIdx.x), round_flag(a.epoch0, k));
     return !gpu_block_any(failed);
 }
 

@@ -140,7 +140,8 @@ static int gpu_register(void)
     reg_size("block_bytes", "Bytes of the message each thread block of a peer-to-peer kernel handles, before "
                             "max_blocks caps the grid (0: each algorithm's own choice)",
              OPAL_INFO_LVL_7, &param_block_bytes);
-    reg_int("threads_per_block", "Threads per block of the peer-to-peer kernels", OPAL_INFO_LVL_7,
+    reg_int("threads_per_block", "Threads per block of the peer-to-peer kernels (a multiple of 32 from 32 to "
+                                 "512, the most the kernels are compiled for; other values are brought into it)", OPAL_INFO_LVL_7,
             &param_threads);
     reg_int("timeout_ms", "Longest wait (ms) for another rank before a collective fails with an error",
             OPAL_INFO_LVL_5, &param_timeout_ms);

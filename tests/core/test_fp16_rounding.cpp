@@ -79,18 +79,6 @@ static uint16_t ref_round(const Format &f, double x)
     return (uint16_t)(sign | bits);
 }
 
-static uint32_t fbits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-static float bitsf(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 static bool is_nan16(const Format &f, uint16_t h)
 {
     return (h & f.exp_mask()) == f.exp_mask() && (h & ((1u << f.mant_bits) - 1));
@@ -128,7 +116,7 @@ static void check_widen_all(const Format &f, const char *who, ToFloat widen, Fro
         double want = ref_to_double(f, (uint16_t)h);
         bool ok;
         if (std::isnan(want)) ok = std::isnan(got) && std::signbit(got) == !!(h & 0x8000);
-        else ok = fbits(got) == fbits((float)want); // exact, -0 included
+        else ok = __float_as_uint(got) == __float_as_uint((float)want); // exact, -0 included
         if (ok && narrow) {
             uint16_t back = narrow(got);
             ok = std::isnan(want) ? is_nan16(f, back) && (back & f.quiet_bit()) && (back & 0x8000) == (h & 0x8000)
@@ -146,7 +134,8 @@ static void check_narrow_one(const Format &f, const char *who, FromFloat narrow,
     uint16_t got = narrow(x), want = ref_round(f, x);
     bool ok = std::isnan(x) ? is_nan16(f, got) && (got & f.quiet_bit()) && (got & 0x8000) == (want & 0x8000)
                             : got == want;
-    if (!ok && (*bad)++ < 5) CHECK(false, "%s %s: %a (0x%08x) -> 0x%04x, want 0x%04x", who, f.name, x, fbits(x), got, want);
+    if (!ok && (*bad)++ < 5)
+        CHECK(false, "%s %s: %a (0x%08x) -> 0x%04x, want 0x%04x", who, f.name, x, __float_as_uint(x), got, want);
 }
 
 // float -> 16 bits: edge values, every rounding position of every exponent
@@ -154,8 +143,9 @@ static void check_narrow_one(const Format &f, const char *who, FromFloat narrow,
 static void check_narrow(const Format &f, const char *who, FromFloat narrow)
 {
     int bad = 0;
-    const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, bitsf(0x7f800001u), bitsf(0xffc00001u),
-                           FLT_MAX, -FLT_MAX, FLT_MIN, bitsf(1), bitsf(0x807fffffu), 65504.0f, 65519.0f,
+    const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, __uint_as_float(0x7f800001u),
+                           __uint_as_float(0xffc00001u), FLT_MAX, -FLT_MAX, FLT_MIN, __uint_as_float(1),
+                           __uint_as_float(0x807fffffu), 65504.0f, 65519.0f,
                            std::nextafter(65520.0f, 0.0f), 65520.0f, 65536.0f, 1e-8f, 2.9802322e-8f /* 2^-25 */,
                            std::nextafter(2.9802322e-8f, 1.0f), 5.9604645e-8f /* 2^-24 */, 6.097555e-5f,
                            6.1035156e-5f /* 2^-14 */, 3.3895314e38f, 3.3961775e38f, 1.0f, -1.0f, 1.0009766f};
@@ -178,15 +168,16 @@ static void check_narrow(const Format &f, const char *who, FromFloat narrow)
             for (uint32_t d : dropped_forms) {
                 uint32_t mant = (kept | (d & ((1u << (drop < 23 ? drop : 23)) - 1))) & 0x7fffffu;
                 uint32_t u = ((uint32_t)fexp << 23) | mant;
-                check_narrow_one(f, who, narrow, bitsf(u), &bad);
-                check_narrow_one(f, who, narrow, bitsf(u | 0x80000000u), &bad);
+                check_narrow_one(f, who, narrow, __uint_as_float(u), &bad);
+                check_narrow_one(f, who, narrow, __uint_as_float(u | 0x80000000u), &bad);
             }
         }
     }
-    for (int i = 0; i < 2000000; i++) check_narrow_one(f, who, narrow, bitsf((uint32_t)rng()), &bad);
+    for (int i = 0; i < 2000000; i++) check_narrow_one(f, who, narrow, __uint_as_float((uint32_t)rng()), &bad);
     // Every float subnormal exponent region of fp16: all of [2^-26, 2^-13).
     if (f.mant_bits == 10)
-        for (uint32_t u = 0x32800000u; u < 0x39000000u; u += 7) check_narrow_one(f, who, narrow, bitsf(u), &bad);
+        for (uint32_t u = 0x32800000u; u < 0x39000000u; u += 7)
+            check_narrow_one(f, who, narrow, __uint_as_float(u), &bad);
 }
 
 // ---- reductions ------------------------------------------------------------------
