@@ -79,7 +79,10 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_MAX_PEERS 8
 #define GPUCOLL_DEFAULT_MAX_BLOCKS 128
 #define GPUCOLL_DEFAULT_THREADS 512
-/* The kernels' __launch_bounds__: more threads per block would not fit their registers. */
+/* The most threads per block the kernels launch with: the reduce kernels take up to 112
+   registers a thread (ptxas -v, sm_90), and 1024 of them would not fit an SM's 64 Ki
+   registers (measured on H200: every launch refused). Not __launch_bounds__(512): that made
+   ptxas allocate differently, some kernels with spills. */
 #define GPUCOLL_MAX_THREADS_PER_BLOCK 512
 #define GPUCOLL_DEFAULT_TIMEOUT_MS 60000
 #define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (4u * 1024u * 1024u)

@@ -5,16 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpucoll_config.h"
 #include "gpucoll_types.h"
 
 namespace gpucoll {
 
 constexpr int kMaxPeers = 8;
 constexpr int kMaxBlocks = 128;
-// Threads per block the kernels are compiled for (__launch_bounds__), so that
-// every threads_per_block the configuration allows can launch.
-constexpr int kMaxThreads = GPUCOLL_MAX_THREADS_PER_BLOCK;
 // Flag sets per rank: barriers 0-2 (the direct allreduce has three), the
 // round flags of pipelined kernels (kRoundPhase) and the flags by which the
 // write-based allreduce hands a scratch slot back to its writers

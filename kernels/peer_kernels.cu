@@ -3,7 +3,7 @@
 
 namespace gpucoll {
 
-__global__ void __launch_bounds__(kMaxThreads) peer_move_kernel(PeerArgs a)
+__global__ void peer_move_kernel(PeerArgs a)
 {
     switch (a.algo) {
     case PeerAlgo::Allgather: run_steps<allgather_step>(a); break;

@@ -32,7 +32,7 @@ __device__ void run_steps(const PeerArgs &a)
     }
 }
 
-template <class T, class Op> __global__ void __launch_bounds__(kMaxThreads) peer_reduce_kernel(PeerArgs a)
+template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
 {
     switch (a.algo) {
     case PeerAlgo::AllreduceOneShot: run_steps<allreduce_oneshot_step<T, Op>>(a); break;
@@ -48,7 +48,7 @@ template <class T, class Op> __global__ void __launch_bounds__(kMaxThreads) peer
     }
 }
 
-__global__ void __launch_bounds__(kMaxThreads) peer_move_kernel(PeerArgs a);
+__global__ void peer_move_kernel(PeerArgs a);
 
 using KernelFn = void (*)(PeerArgs);
 

@@ -22,7 +22,6 @@
 
 #define __device__
 #define __global__
-#define __launch_bounds__(n)
 #define __shared__
 #define __forceinline__ inline
 

@@ -121,7 +121,7 @@ int main()
         gpucoll_config_t c{};
         c.threads_per_block = asked;
         gpucoll_config_fill_defaults(&c);
-        int want = asked < 32 ? 32 : asked > kMaxThreads ? kMaxThreads : asked / 32 * 32;
+        int want = asked < 32 ? 32 : asked > GPUCOLL_MAX_THREADS_PER_BLOCK ? GPUCOLL_MAX_THREADS_PER_BLOCK : asked / 32 * 32;
         CHECK(c.threads_per_block == want);
     }
 
