@@ -50,6 +50,8 @@ typedef hipDeviceProp_t gpuDeviceProp_t;
 #define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
 #define gpuStreamDefault hipStreamDefault
+#define gpuStreamNonBlocking hipStreamNonBlocking
+#define gpuStreamWaitEvent hipStreamWaitEvent
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuStreamQuery hipStreamQuery
@@ -106,6 +108,8 @@ typedef cudaDeviceProp gpuDeviceProp_t;
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
 #define gpuStreamDefault cudaStreamDefault
+#define gpuStreamNonBlocking cudaStreamNonBlocking
+#define gpuStreamWaitEvent cudaStreamWaitEvent
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuStreamQuery cudaStreamQuery

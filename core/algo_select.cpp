@@ -103,9 +103,22 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt)
     return half_bytes / (elt * (size_t)plan.scratch_blocks_per_step) / 16 * 16;
 }
 
+namespace {
+size_t plan_bytes(const Plan &plan, size_t elt, int nranks)
+{
+    return plan.chunk * elt * (plan.strided ? (size_t)nranks : 1);
+}
+} // namespace
+
+bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_config_t &cfg)
+{
+    return cfg.resident_us > 0 && !is_direct(plan.algo) && plan.algo != PeerAlgo::LocalReduce &&
+           plan_bytes(plan, elt, nranks) <= cfg.resident_max_bytes;
+}
+
 int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks)
 {
-    size_t bytes = plan.chunk * elt * (plan.strided ? (size_t)nranks : 1);
+    size_t bytes = plan_bytes(plan, elt, nranks);
     // Below a few MiB the kernels wait on the links' latency, not their
     // bandwidth: many small blocks keep more loads in flight (4 ranks, H200:
     // a 64 KiB one-shot allreduce takes 33 us on 2 blocks, 19 us on 16).
@@ -114,6 +127,10 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
     size_t per_block = cfg.block_bytes ? cfg.block_bytes : is_direct(plan.algo) ? 64 * 1024 : 4 * 1024;
     size_t want = (bytes + per_block - 1) / per_block;
     size_t cap = (size_t)cfg.max_blocks < (size_t)kMaxBlocks ? (size_t)cfg.max_blocks : (size_t)kMaxBlocks;
+    // One grid for every size a resident kernel serves. 32 blocks cost small
+    // calls nothing measurable over 1-16 and suit 256 KiB-1 MiB best (block
+    // sweep, docs/performance.md).
+    if (resident_serves(plan, elt, nranks, cfg)) want = (size_t)cfg.resident_blocks;
     if (want < 1) want = 1;
     return (int)(want < cap ? want : cap);
 }

@@ -30,6 +30,10 @@ inline bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const 
 // Largest chunk (elements, a multiple of 16) that fits a scratch half.
 size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);
 
+// Whether a call of `plan` runs on a resident kernel (core/resident.cpp):
+// the scratch algorithms up to resident_max_bytes, when resident_us > 0.
+bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_config_t &cfg);
+
 // Thread blocks per kernel: enough to keep the links busy, few enough that
 // the cross-rank barrier stays cheap for small messages.
 int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks);

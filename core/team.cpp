@@ -18,6 +18,7 @@
 #include "gpucoll_core.h"
 #include "ipc_cache.hpp"
 #include "peer_args.h"
+#include "resident.hpp"
 
 using namespace gpucoll;
 
@@ -92,6 +93,8 @@ struct gpucoll_team {
     gpuStream_t stream = nullptr;
     int *error = nullptr; // host-mapped flag the kernels raise on timeout
     IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
+    ResidentKernel resident; // serves small calls without a launch each
+    bool resident_ok = false;
     // Where the time of peer-path calls goes, printed at verbose >= 20 when
     // the team ends: a few clock reads per call, so always on.
     struct Timing {
@@ -127,6 +130,12 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
         return gpu_error("allocating error flag", e);
     *t->error = 0;
+    // Without it every call launches its own kernel, which is as correct.
+    if (config().resident_us > 0) {
+        t->resident_ok = t->resident.init() == GPUCOLL_SUCCESS;
+        if (!t->resident_ok && config().verbose >= 10)
+            fprintf(stderr, "coll:gpu: rank %d: no resident kernels: %s\n", t->rank, gpucoll_last_error());
+    }
     if ((e = gpuDeviceSynchronize()) != gpuSuccess) return gpu_error("setting up scratch", e);
     me.device = device;
     me.pid = (long)getpid();
@@ -191,6 +200,7 @@ void release_gpu(gpucoll_team *t)
 {
     if (t->device < 0) return;
     DeviceGuard g(t->device);
+    t->resident.release(); // it reads the scratch
     for (int r = 0; r < t->size; r++) {
         if (!t->scratch[r]) continue;
         if (r == t->rank) gpuFree(t->scratch[r]);
@@ -261,6 +271,14 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
                 "coll:gpu: rank %d: %llu peer-path calls, mean us: verdict %.2f, agreement %.2f, launch %.2f, "
                 "kernel+wait %.2f\n",
                 t->rank, (unsigned long long)tm.calls, tm.verdict / n, tm.agree / n, tm.launch / n, tm.wait / n);
+        const ResidentKernel &r = t->resident;
+        if (r.reused + r.launched)
+            fprintf(stderr,
+                    "coll:gpu: rank %d: resident kernels: %llu calls served by a running kernel (mean %.2f us), "
+                    "%llu launched (mean %.2f us), default-stream query mean %.2f us\n",
+                    t->rank, (unsigned long long)r.reused, r.reused ? r.reused_s * 1e6 / r.reused : 0.0,
+                    (unsigned long long)r.launched, r.launched ? r.launched_s * 1e6 / r.launched : 0.0,
+                    r.query_s * 1e6 / (double)(r.reused + r.launched));
     }
     if (t->gpu == gpucoll_team::GpuReady) {
         // Peers may still read our scratch in the tail of the last kernel: free
@@ -435,13 +453,26 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         }
     }
     int blocks = blocks_for(plan, elt, cfg, t->size);
-    if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream))
-        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
-                            gpucoll_op_name(a.op));
-    gpuError_t e = gpuGetLastError();
-    const auto t_launched = Clock::now();
-    if (e == gpuSuccess) e = gpuStreamSynchronize(t->stream);
-    if (e != gpuSuccess) return gpu_error("peer-to-peer kernel", e);
+    gpuError_t e = gpuSuccess;
+    auto t_launched = t_agreed;
+    if (t->resident_ok && resident_serves(plan, elt, t->size, cfg)) {
+        // Launch (if need be) and wait, both inside.
+        st = t->resident.run(k, a.dtype, a.op, blocks, cfg.threads_per_block, cfg.resident_us, cfg.timeout_ms);
+        if (st != GPUCOLL_SUCCESS) {
+            t->gpu = gpucoll_team::GpuFailed;
+            return st;
+        }
+    } else {
+        // It would hold SMs this kernel may need.
+        t->resident.retire();
+        if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream))
+            return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
+                                gpucoll_op_name(a.op));
+        e = gpuGetLastError();
+        t_launched = Clock::now();
+        if (e == gpuSuccess) e = gpuStreamSynchronize(t->stream);
+        if (e != gpuSuccess) return gpu_error("peer-to-peer kernel", e);
+    }
     if (timed) {
         auto &tm = t->timing;
         tm.calls++;
@@ -452,6 +483,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     }
     if (*t->error) {
         *t->error = 0;
+        t->resident.retire();
         t->gpu = gpucoll_team::GpuFailed; // flags are out of step now
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms",
                             cfg.timeout_ms);

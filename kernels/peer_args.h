@@ -24,7 +24,11 @@ constexpr int kRoundBits = 24; // rounds one call may count in its flags
 // Each rank's scratch starts with barrier flags: [phase][rank][block].
 constexpr size_t kFlagsBytes = kPhases * kMaxPeers * kMaxBlocks * sizeof(uint64_t);
 constexpr size_t kDataOffset = 64 * 1024;
-static_assert(kFlagsBytes <= kDataOffset, "barrier flags overflow into the data area");
+// After the flags: where block 0 of a resident kernel passes each decision
+// (serve the next call, or leave) and the call to the other blocks
+// (kernels/resident.cuh): the word, then a copy of the call 64 bytes on.
+constexpr size_t kResidentOffset = kFlagsBytes;
+constexpr size_t kResidentCallOffset = kResidentOffset + 64;
 
 enum class PeerAlgo : int {
     AllreduceOneShot = 0, // copy in, barrier, every rank reduces everything
@@ -50,7 +54,20 @@ enum class PeerAlgo : int {
     BcastPush             // barrier, read own slice from the root into every receiver's buffer; barrier
 };
 
-struct PeerArgs {
+struct ResidentMailbox;
+
+// A kernel launched with a mailbox stays resident after its call: it serves
+// the calls the host posts to the mailbox until it has been idle for
+// idle_ns or the host moves the mailbox to another generation
+// (kernels/resident.cuh, core/resident.cpp).
+struct Residency {
+    ResidentMailbox *mailbox; // page-locked host memory; nullptr: serve the launch's call only
+    uint32_t gen;             // the generation this kernel serves
+    uint64_t seq;             // the call: its blocks report it in mailbox->done when finished
+    uint64_t idle_ns;
+};
+
+struct alignas(16) PeerArgs {
     PeerAlgo algo;
     int rank, nranks, root;
     const char *src;          // this rank's input (never NULL: the core resolves in place)
@@ -66,7 +83,19 @@ struct PeerArgs {
     // Direct algorithms: every rank's input and output, mapped here (ours too).
     const char *peer_src[kMaxPeers];
     char *peer_dst[kMaxPeers];
+    Residency resident;
 };
+static_assert(sizeof(PeerArgs) % 16 == 0, "resident kernels copy a command in 16-byte words");
+static_assert(kResidentCallOffset + sizeof(PeerArgs) <= kDataOffset, "barrier flags overflow into the data area");
+
+// The host writes a call into `cmd`, then `doorbell` = doorbell_word(gen,
+// seq); the resident kernel's block b runs it and sets done[b] = seq.
+struct alignas(64) ResidentMailbox {
+    uint64_t doorbell;
+    PeerArgs cmd;
+    uint64_t done[kMaxBlocks];
+};
+constexpr uint64_t doorbell_word(uint32_t gen, uint64_t seq) { return (uint64_t)gen << 32 | (uint32_t)seq; }
 
 constexpr bool is_direct(PeerAlgo a)
 {

@@ -3,23 +3,33 @@
 
 namespace gpucoll {
 
-__global__ void peer_move_kernel(PeerArgs a)
+__device__ void run_scratch_move(const PeerArgs &a)
 {
     switch (a.algo) {
     case PeerAlgo::Allgather: run_steps<allgather_step>(a); break;
     case PeerAlgo::Bcast: run_steps<bcast_step>(a); break;
     case PeerAlgo::Alltoall: run_steps<alltoall_step>(a); break;
-    case PeerAlgo::AllgatherDirect: allgather_direct(a); break;
-    case PeerAlgo::BcastDirect: bcast_direct(a); break;
-    case PeerAlgo::AllgatherPush: allgather_push(a); break;
-    case PeerAlgo::BcastPush: bcast_push(a); break;
     default: break;
     }
 }
 
+__device__ void run_move(const PeerArgs &a)
+{
+    switch (a.algo) {
+    case PeerAlgo::AllgatherDirect: allgather_direct(a); break;
+    case PeerAlgo::BcastDirect: bcast_direct(a); break;
+    case PeerAlgo::AllgatherPush: allgather_push(a); break;
+    case PeerAlgo::BcastPush: bcast_push(a); break;
+    default: run_scratch_move(a); break;
+    }
+}
+
+__global__ void peer_move_kernel(PeerArgs a) { run_move(a); }
+__global__ void resident_move_kernel(PeerArgs a) { serve<run_scratch_move>(a); }
+
 namespace {
 
-KernelFn reduce_kernel_for(gpucoll_dtype_t dtype, gpucoll_op_t op)
+KernelPair reduce_kernel_for(gpucoll_dtype_t dtype, gpucoll_op_t op)
 {
     switch (dtype) {
     case GPUCOLL_INT8: case GPUCOLL_UINT8: case GPUCOLL_INT16: case GPUCOLL_UINT16:
@@ -28,7 +38,7 @@ KernelFn reduce_kernel_for(gpucoll_dtype_t dtype, gpucoll_op_t op)
         return reduce_kernel_large_int(dtype, op);
     case GPUCOLL_FLOAT16: case GPUCOLL_BFLOAT16: return reduce_kernel_half(dtype, op);
     case GPUCOLL_FLOAT32: case GPUCOLL_FLOAT64: return reduce_kernel_float(dtype, op);
-    default: return nullptr;
+    default: return {};
     }
 }
 
@@ -37,7 +47,8 @@ KernelFn reduce_kernel_for(gpucoll_dtype_t dtype, gpucoll_op_t op)
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
                         void *stream)
 {
-    KernelFn k = moves_bytes(a.algo) ? peer_move_kernel : reduce_kernel_for(dtype, op);
+    KernelPair pair = moves_bytes(a.algo) ? KernelPair{peer_move_kernel, resident_move_kernel} : reduce_kernel_for(dtype, op);
+    KernelFn k = a.resident.mailbox ? pair.resident : pair.launch;
     if (!k) return false;
     k<<<blocks, threads, 0, (gpuStream_t)stream>>>(a);
     return true;

@@ -20,6 +20,7 @@
 #include "reduce.cuh"
 #include "reduce_scatter_block.cuh"
 #include "reduce_scatter_block_direct.cuh"
+#include "resident.cuh"
 
 namespace gpucoll {
 
@@ -32,66 +33,88 @@ __device__ void run_steps(const PeerArgs &a)
     }
 }
 
-template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
+// What a resident kernel serves: the algorithms through scratch.
+template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &a)
 {
     switch (a.algo) {
     case PeerAlgo::AllreduceOneShot: run_steps<allreduce_oneshot_step<T, Op>>(a); break;
     case PeerAlgo::AllreduceTwoShot: run_steps<allreduce_twoshot_step<T, Op>>(a); break;
     case PeerAlgo::Reduce: run_steps<reduce_step<T, Op>>(a); break;
     case PeerAlgo::ReduceScatterBlock: run_steps<reduce_scatter_block_step<T, Op>>(a); break;
+    default: break;
+    }
+}
+
+// Every algorithm: the zero-copy ones here, the rest through scratch.
+template <class T, class Op> __device__ void run_reduce(const PeerArgs &a)
+{
+    switch (a.algo) {
     case PeerAlgo::LocalReduce: local_reduce<T, Op>(a); break;
     case PeerAlgo::AllreduceDirect: allreduce_direct<T, Op>(a); break;
     case PeerAlgo::AllreducePush: allreduce_push<T, Op>(a); break;
     case PeerAlgo::AllreduceWrites: allreduce_writes<T, Op>(a); break;
     case PeerAlgo::ReduceScatterBlockDirect: reduce_scatter_block_direct<T, Op>(a); break;
-    default: break;
+    default: run_scratch_reduce<T, Op>(a); break;
     }
 }
+
+// Two kernels per (type, op): one for a call, reading it from the kernel
+// parameters; one that stays resident (kernels/resident.cuh), reading its
+// calls from shared memory. One kernel for both would keep the call's fields
+// in registers, and the largest reduce kernels would need more than 512
+// threads x 128 registers (measured: launches refused on H200).
+template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a) { run_reduce<T, Op>(a); }
+template <class T, class Op> __global__ void resident_reduce_kernel(PeerArgs a) { serve<run_scratch_reduce<T, Op>>(a); }
 
 __global__ void peer_move_kernel(PeerArgs a);
+__global__ void resident_move_kernel(PeerArgs a);
 
 using KernelFn = void (*)(PeerArgs);
+struct KernelPair {
+    KernelFn launch, resident;
+};
+template <class T, class Op> KernelPair kernels_of() { return {peer_reduce_kernel<T, Op>, resident_reduce_kernel<T, Op>}; }
 
-template <class T> KernelFn int_kernel(gpucoll_op_t op)
+template <class T> KernelPair int_kernel(gpucoll_op_t op)
 {
     switch (op) {
-    case GPUCOLL_OP_SUM: return peer_reduce_kernel<T, OpSum>;
-    case GPUCOLL_OP_PROD: return peer_reduce_kernel<T, OpProd>;
-    case GPUCOLL_OP_LAND: return peer_reduce_kernel<T, OpLand>;
-    case GPUCOLL_OP_LOR: return peer_reduce_kernel<T, OpLor>;
-    case GPUCOLL_OP_LXOR: return peer_reduce_kernel<T, OpLxor>;
-    case GPUCOLL_OP_BAND: return peer_reduce_kernel<T, OpBand>;
-    case GPUCOLL_OP_BOR: return peer_reduce_kernel<T, OpBor>;
-    case GPUCOLL_OP_BXOR: return peer_reduce_kernel<T, OpBxor>;
-    default: return nullptr;
+    case GPUCOLL_OP_SUM: return kernels_of<T, OpSum>();
+    case GPUCOLL_OP_PROD: return kernels_of<T, OpProd>();
+    case GPUCOLL_OP_LAND: return kernels_of<T, OpLand>();
+    case GPUCOLL_OP_LOR: return kernels_of<T, OpLor>();
+    case GPUCOLL_OP_LXOR: return kernels_of<T, OpLxor>();
+    case GPUCOLL_OP_BAND: return kernels_of<T, OpBand>();
+    case GPUCOLL_OP_BOR: return kernels_of<T, OpBor>();
+    case GPUCOLL_OP_BXOR: return kernels_of<T, OpBxor>();
+    default: return {};
     }
 }
 
-template <class T> KernelFn minmax_kernel(gpucoll_op_t op)
+template <class T> KernelPair minmax_kernel(gpucoll_op_t op)
 {
-    if (op == GPUCOLL_OP_MAX) return peer_reduce_kernel<T, OpMax>;
-    if (op == GPUCOLL_OP_MIN) return peer_reduce_kernel<T, OpMin>;
-    return nullptr;
+    if (op == GPUCOLL_OP_MAX) return kernels_of<T, OpMax>();
+    if (op == GPUCOLL_OP_MIN) return kernels_of<T, OpMin>();
+    return {};
 }
 
-template <class T> KernelFn float_kernel(gpucoll_op_t op)
+template <class T> KernelPair float_kernel(gpucoll_op_t op)
 {
-    if (op == GPUCOLL_OP_SUM) return peer_reduce_kernel<T, OpSum>;
-    if (op == GPUCOLL_OP_PROD) return peer_reduce_kernel<T, OpProd>;
+    if (op == GPUCOLL_OP_SUM) return kernels_of<T, OpSum>();
+    if (op == GPUCOLL_OP_PROD) return kernels_of<T, OpProd>();
     return minmax_kernel<T>(op);
 }
 
 // Signed integers share the unsigned kernels for every op but MAX/MIN.
-template <class S, class U> KernelFn integer_kernel(gpucoll_op_t op)
+template <class S, class U> KernelPair integer_kernel(gpucoll_op_t op)
 {
-    KernelFn k = minmax_kernel<S>(op);
-    return k ? k : int_kernel<U>(op);
+    KernelPair k = minmax_kernel<S>(op);
+    return k.launch ? k : int_kernel<U>(op);
 }
 
-// One per peer_kernels_*.cu: the kernel for (dtype, op), or nullptr.
-KernelFn reduce_kernel_small_int(gpucoll_dtype_t dtype, gpucoll_op_t op);
-KernelFn reduce_kernel_large_int(gpucoll_dtype_t dtype, gpucoll_op_t op);
-KernelFn reduce_kernel_half(gpucoll_dtype_t dtype, gpucoll_op_t op);
-KernelFn reduce_kernel_float(gpucoll_dtype_t dtype, gpucoll_op_t op);
+// One per peer_kernels_*.cu: the kernels for (dtype, op), or {}.
+KernelPair reduce_kernel_small_int(gpucoll_dtype_t dtype, gpucoll_op_t op);
+KernelPair reduce_kernel_large_int(gpucoll_dtype_t dtype, gpucoll_op_t op);
+KernelPair reduce_kernel_half(gpucoll_dtype_t dtype, gpucoll_op_t op);
+KernelPair reduce_kernel_float(gpucoll_dtype_t dtype, gpucoll_op_t op);
 
 } // namespace gpucoll

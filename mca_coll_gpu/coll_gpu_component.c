@@ -45,6 +45,9 @@ static int param_direct_style = GPUCOLL_DIRECT_AUTO;
 static int param_ipc_cache_entries = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES;
 static size_t param_block_bytes = 0;
 static size_t param_hier_min_bytes = GPUCOLL_DEFAULT_HIER_MIN_BYTES;
+static int param_resident_us = GPUCOLL_DEFAULT_RESIDENT_US;
+static size_t param_resident_max_bytes = GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES;
+static int param_resident_blocks = GPUCOLL_DEFAULT_RESIDENT_BLOCKS;
 /* Across nodes (coll_gpu_hier.c, docs/multinode.md). */
 static int param_virtual_node_size = 0;
 static int param_inter_path = GPUCOLL_INTER_AUTO;
@@ -143,6 +146,16 @@ static int gpu_register(void)
     reg_int("threads_per_block", "Threads per block of the peer-to-peer kernels (a multiple of 32 from 32 to "
                                  "512, the most the kernels are compiled for; other values are brought into it)", OPAL_INFO_LVL_7,
             &param_threads);
+    reg_int("resident_us", "Microseconds a peer-to-peer kernel stays on the GPU after a call of up to "
+                           "resident_max_bytes, serving the next such calls (same datatype and op) without a "
+                           "launch. It holds resident_blocks SMs meanwhile and a cudaDeviceSynchronize of the "
+                           "application waits for it to leave; 0 (default): launch a kernel for every call",
+            OPAL_INFO_LVL_5, &param_resident_us);
+    reg_size("resident_max_bytes", "Largest call (bytes each rank moves) that resident kernels serve; larger calls "
+                                   "launch their own kernel", OPAL_INFO_LVL_6, &param_resident_max_bytes);
+    reg_int("resident_blocks", "Thread blocks of resident kernels, and of every call up to resident_max_bytes "
+                               "(the same for all sizes, so that one kernel serves them; equal on all ranks)",
+            OPAL_INFO_LVL_7, &param_resident_blocks);
     reg_int("timeout_ms", "Longest wait (ms) for another rank before a collective fails with an error",
             OPAL_INFO_LVL_5, &param_timeout_ms);
     reg_enum("inter_path", "Device-buffer collectives on communicators that span nodes: auto (hierarchical where "
@@ -194,6 +207,9 @@ static int gpu_open(void)
     cfg->ipc_cache_entries = param_ipc_cache_entries;
     cfg->block_bytes = param_block_bytes;
     cfg->hier_min_bytes = param_hier_min_bytes;
+    cfg->resident_us = param_resident_us;
+    cfg->resident_max_bytes = param_resident_max_bytes;
+    cfg->resident_blocks = param_resident_blocks;
     cfg->virtual_node_size = param_virtual_node_size > 0 ? param_virtual_node_size : 0;
     cfg->inter_path = param_inter_path;
     cfg->ucx_device_path = param_ucx_device_path;

@@ -50,6 +50,7 @@ inline unsigned __float_as_uint(float f)
 void __syncthreads();
 int gpu_block_any(int predicate);
 void __threadfence_system();
+void __threadfence();
 int atomicExch(int *address, int value);
 uint64_t gpu_global_timer_ns();
 void gpu_store_release_sys(uint64_t *p, uint64_t v);

@@ -116,6 +116,38 @@ int main()
     CHECK(blocks_for(p, 4, cfg, 4) == 64);
     cfg.block_bytes = 0;
 
+    // resident kernels: every scratch call up to resident_max_bytes on one
+    // grid, whatever its size (so that one kernel serves them all); zero-copy
+    // and larger calls, or resident_us = 0, size their own grid
+    {
+        gpucoll_config_t c = cfg;
+        c.resident_us = 50;
+        c.resident_max_bytes = 1u << 20;
+        c.resident_blocks = 32;
+        for (size_t count : {1, 7, 1000, 65536, 262144}) {
+            CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, count, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
+            CHECK(resident_serves(p, 4, 4, c) && blocks_for(p, 4, c, 4) == 32);
+        }
+        CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 262145, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
+        CHECK(!resident_serves(p, 4, 4, c) && blocks_for(p, 4, c, 4) != 32);
+        // strided: all ranks' blocks count (4 x 65536 x 4 B = 1 MiB serves, one more element does not)
+        CHECK(make_plan(args(GPUCOLL_COLL_ALLGATHER, 65536, GPUCOLL_FLOAT32, GPUCOLL_OP_NONE), 0, 4, c, &p));
+        CHECK(resident_serves(p, 4, 4, c));
+        CHECK(make_plan(args(GPUCOLL_COLL_ALLGATHER, 65552, GPUCOLL_FLOAT32, GPUCOLL_OP_NONE), 0, 4, c, &p));
+        CHECK(!resident_serves(p, 4, 4, c));
+        CHECK(make_plan(args(GPUCOLL_COLL_BCAST, 64, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 4, c, true, &p));
+        CHECK(!resident_serves(p, 1, 4, c)); // zero-copy
+        CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 1000, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
+        c.resident_us = 0;
+        CHECK(!resident_serves(p, 4, 4, c) && blocks_for(p, 4, c, 4) == 1);
+        // the defaults: 1 MiB, 32 blocks; a negative idle time is off
+        gpucoll_config_t d{};
+        d.resident_us = -5;
+        gpucoll_config_fill_defaults(&d);
+        CHECK(d.resident_us == 0 && d.resident_max_bytes == GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES &&
+              d.resident_blocks == GPUCOLL_DEFAULT_RESIDENT_BLOCKS);
+    }
+
     // threads per block: whole warps in 32..what the kernels launch with, whatever is asked for
     for (int asked : {1, 31, 33, 100, 512, 1000, 1024, 4096}) {
         gpucoll_config_t c{};

@@ -1,0 +1,159 @@
+#include "resident.hpp"
+
+#include <atomic>
+#include <cstring>
+
+namespace gpucoll {
+
+namespace {
+
+gpucoll_status_t gpu_error(const char *what, gpuError_t e)
+{
+    return gpucoll_fail(GPUCOLL_ERR_GPU, "%s: %s", what, gpuGetErrorString(e));
+}
+
+// Which compiled kernel and grid serve a call: a resident kernel takes only
+// calls of its own.
+uint64_t kernel_key(const PeerArgs &k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads)
+{
+    uint64_t kernel = moves_bytes(k.algo) ? 0xffff : ((uint64_t)dtype << 8 | (uint64_t)op);
+    return kernel | (uint64_t)blocks << 16 | (uint64_t)threads << 32;
+}
+
+} // namespace
+
+gpucoll_status_t ResidentKernel::init()
+{
+    gpuError_t e = gpuHostAlloc((void **)&mb_, sizeof(ResidentMailbox), gpuHostAllocMapped | gpuHostAllocPortable);
+    if (e != gpuSuccess) return gpu_error("allocating the resident kernels' mailbox", e);
+    memset(mb_, 0, sizeof *mb_);
+    // Non-blocking: a kernel that stays resident must not hold back the
+    // application's work on the legacy default stream.
+    if ((e = gpuStreamCreateWithFlags(&stream_, gpuStreamNonBlocking)) != gpuSuccess)
+        return gpu_error("creating the resident kernels' stream", e);
+    if ((e = gpuEventCreateWithFlags(&user_work_, gpuEventDisableTiming)) != gpuSuccess)
+        return gpu_error("creating an event", e);
+    return GPUCOLL_SUCCESS;
+}
+
+void ResidentKernel::post_doorbell()
+{
+    __atomic_store_n(&mb_->doorbell, doorbell_word(gen_, seq_), __ATOMIC_RELEASE);
+}
+
+void ResidentKernel::retire()
+{
+    if (!live_) return;
+    live_ = false;
+    gen_++;
+    post_doorbell();
+}
+
+void ResidentKernel::release()
+{
+    if (stream_) {
+        retire();
+        // It leaves at its next poll, or when a call in progress times out.
+        gpuStreamSynchronize(stream_);
+        gpuStreamDestroy(stream_);
+    }
+    if (user_work_) gpuEventDestroy(user_work_);
+    if (mb_) gpuFreeHost(mb_);
+    stream_ = nullptr;
+    user_work_ = nullptr;
+    mb_ = nullptr;
+}
+
+gpucoll_status_t ResidentKernel::launch(PeerArgs &k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
+                                        int threads, bool after_user_work)
+{
+    // A new generation: the doorbell now tells any earlier kernel to leave
+    // (it runs before this one on the stream) and holds what this one
+    // starts from.
+    gen_++;
+    k.resident.gen = gen_;
+    post_doorbell();
+    gpuError_t e = gpuSuccess;
+    if (after_user_work) {
+        if ((e = gpuEventRecord(user_work_, 0)) == gpuSuccess) e = gpuStreamWaitEvent(stream_, user_work_, 0);
+        if (e != gpuSuccess) return gpu_error("ordering after the default stream", e);
+    }
+    if (!launch_peer_kernel(k, dtype, op, blocks, threads, stream_))
+        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for this datatype and op");
+    // (A "not ready" left by the stream queries is no launch error.)
+    if ((e = gpuGetLastError()) != gpuSuccess && e != gpuErrorNotReady)
+        return gpu_error("launching a resident kernel", e);
+    live_ = true;
+    launched++;
+    return GPUCOLL_SUCCESS;
+}
+
+gpucoll_status_t ResidentKernel::run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
+                                     int idle_us, int timeout_ms)
+{
+    const auto start = Clock::now();
+    // The stream a blocking launch would have waited for: only if it is
+    // idle may a kernel that is already running read this call's input.
+    gpuError_t q = gpuStreamQuery(0);
+    bool user_idle = q == gpuSuccess;
+    const auto queried = Clock::now();
+    query_s += std::chrono::duration<double>(queried - start).count();
+    uint64_t key = kernel_key(k, dtype, op, blocks, threads);
+    seq_++;
+    k.resident.mailbox = mb_;
+    k.resident.seq = seq_;
+    k.resident.idle_ns = (uint64_t)idle_us * 1000u;
+    bool resident = live_ && key == key_ && user_idle && start < until_;
+    gpucoll_status_t st = GPUCOLL_SUCCESS;
+    if (resident) {
+        k.resident.gen = gen_;
+        // The kernel reads the command only after it sees the doorbell move.
+        memcpy(&mb_->cmd, &k, sizeof k);
+        post_doorbell();
+        reused++;
+    } else {
+        retire();
+        if ((st = launch(k, dtype, op, blocks, threads, !user_idle)) != GPUCOLL_SUCCESS) return st;
+        key_ = key;
+    }
+    // The kernel polls for idle_us after its last call; counted from the
+    // post, which is before that, this host-side window ends before it.
+    // The margin covers the doorbell's trip to the GPU.
+    int64_t margin_us = idle_us / 2 < 20 ? idle_us / 2 : 20;
+    until_ = start + std::chrono::microseconds(idle_us - margin_us);
+
+    const auto deadline = start + std::chrono::milliseconds(timeout_ms);
+    for (unsigned spin = 1;; spin++) {
+        bool done = true;
+        for (int b = 0; b < blocks && done; b++) done = __atomic_load_n(&mb_->done[b], __ATOMIC_ACQUIRE) >= seq_;
+        if (done) {
+            (resident ? reused_s : launched_s) += std::chrono::duration<double>(Clock::now() - queried).count();
+            return GPUCOLL_SUCCESS;
+        }
+        if (spin % 1024) continue;
+        // A kernel that left just before the doorbell rang never serves it:
+        // once its stream is idle with the call not done, launch it anew.
+        gpuError_t e = gpuStreamQuery(stream_);
+        if (e == gpuSuccess) {
+            for (int b = 0; b < blocks && done; b++)
+                done = __atomic_load_n(&mb_->done[b], __ATOMIC_ACQUIRE) >= seq_;
+            if (done) return GPUCOLL_SUCCESS;
+            if (!resident) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a resident kernel left before its call");
+            resident = false;
+            live_ = false;
+            reused--;
+            if ((st = launch(k, dtype, op, blocks, threads, false)) != GPUCOLL_SUCCESS) return st;
+            key_ = key;
+        } else if (e != gpuErrorNotReady) {
+            live_ = false;
+            return gpu_error("resident kernel", e);
+        }
+        if (Clock::now() > deadline) {
+            retire();
+            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a resident kernel did not finish its call within %d ms",
+                                timeout_ms);
+        }
+    }
+}
+
+} // namespace gpucoll

@@ -1,0 +1,129 @@
+// Resident kernels: a kernel launched for one call stays on the GPU for a
+// while after it and serves the next calls the host posts to a mailbox in
+// page-locked host memory, so that a run of small calls pays one launch
+// instead of one each (a launch plus its completion costs ~9.6 us on an
+// H200, more than a small collective's own work: docs/performance.md).
+//
+// It leaves when it has had no call for idle_ns, or when the host moves the
+// mailbox to another generation (another kernel, a large call on the launch
+// path, the team's end). The host never relies on it still being there: a
+// call posted to a kernel that has just left is found unserved once its
+// stream is idle, and launched anew (core/resident.cpp).
+#pragma once
+
+#include "peer_sync.cuh"
+
+namespace gpucoll {
+
+// Block b tells the host that it is done with call `seq`: after every
+// thread's writes, which the fence makes visible at system scope first.
+__device__ inline void report_done(const Residency &r, uint64_t seq)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        gpu_store_release_sys(&r.mailbox->done[blockIdx.x], seq);
+    }
+}
+
+// The doorbell word of call `seq` of this kernel's generation (the device's
+// doorbell_word of peer_args.h, which is host-only constexpr).
+__device__ inline uint64_t doorbell_of(const Residency &r, uint64_t seq) { return (uint64_t)r.gen << 32 | (uint32_t)seq; }
+
+// What block 0 tells the others: serve call `seq` of generation `gen`, or
+// leave. Words of other generations (earlier kernels') are stale.
+__device__ inline uint64_t decision_word(uint32_t gen, bool leave, uint64_t seq)
+{
+    return (uint64_t)(gen & 0x7fffffffu) << 33 | (uint64_t)leave << 32 | (uint32_t)seq;
+}
+
+__device__ inline uint64_t *decision_of(const PeerArgs &first)
+{
+    return reinterpret_cast<uint64_t *>(first.scratch[first.rank] + kResidentOffset);
+}
+
+// Thread 0 of each block: whether the block serves another call (its
+// doorbell word is then in *word). Only block 0 polls the host's doorbell,
+// until it moves or idle_ns pass; the others follow its decision, so that
+// either every block serves a call or none does. Block 0 passes on a call
+// with publish_call, once it has copied it to device memory.
+__device__ inline bool next_call(const PeerArgs &first, uint64_t *word)
+{
+    const Residency &r = first.resident;
+    uint64_t *decision = decision_of(first);
+    uint64_t start = gpu_global_timer_ns();
+    if (blockIdx.x == 0) {
+        do {
+            uint64_t d = gpu_load_acquire_sys(&r.mailbox->doorbell);
+            if (d != *word) {
+                *word = d;
+                if ((uint32_t)(d >> 32) == r.gen) return true;
+                break;
+            }
+        } while (gpu_global_timer_ns() - start <= r.idle_ns);
+        gpu_store_release_sys(decision, decision_word(r.gen, true, *word));
+        return false;
+    }
+    uint64_t stale = decision_word(r.gen, false, *word);
+    for (;;) {
+        uint64_t d = gpu_load_acquire_sys(decision);
+        if (d >> 33 == (r.gen & 0x7fffffffu) && d != stale) {
+            *word = doorbell_of(r, (uint32_t)d);
+            return !((d >> 32) & 1);
+        }
+        // Block 0 decides within idle_ns; past that plus the timeout it is gone.
+        if (gpu_global_timer_ns() - start > r.idle_ns + first.timeout_ns) {
+            atomicExch(first.error, 1);
+            return false;
+        }
+    }
+}
+
+// cmd = *from in 4-byte volatile loads (the source may have changed since
+// this SM last cached it), by the whole block.
+__device__ inline void copy_call(PeerArgs *cmd, const PeerArgs *from)
+{
+    const volatile uint32_t *src = reinterpret_cast<const volatile uint32_t *>(from);
+    uint32_t *dst = reinterpret_cast<uint32_t *>(cmd);
+    for (int i = threadIdx.x; i < (int)(sizeof(PeerArgs) / 4); i += blockDim.x) dst[i] = src[i];
+}
+
+// Runs Body on the launch's call and, with a mailbox, on every call posted
+// after it while the kernel stays resident. The call is read from shared
+// memory, the launch's too, so that Body is compiled once. Only block 0
+// reads the call from host memory (32 blocks reading it over PCIe took
+// ~27 us against ~1 us for one, H200); the others read block 0's copy.
+template <void (*Body)(const PeerArgs &)> __device__ void serve(const PeerArgs &first)
+{
+    __shared__ PeerArgs cmd;
+    __shared__ int more;
+    copy_call(&cmd, &first);
+    const Residency &r = first.resident;
+    PeerArgs *posted = reinterpret_cast<PeerArgs *>(first.scratch[first.rank] + kResidentCallOffset);
+    uint64_t word = doorbell_of(r, r.seq);
+    for (;;) {
+        __syncthreads();
+        Body(cmd);
+        if (!r.mailbox) return;
+        // Its barrier also keeps thread 0 from writing `more` and the
+        // threads from writing `cmd` while others still read them.
+        report_done(r, cmd.resident.seq);
+        if (threadIdx.x == 0) more = next_call(first, &word);
+        __syncthreads();
+        if (!more) return;
+        if (blockIdx.x == 0) {
+            copy_call(&cmd, &r.mailbox->cmd);
+            __syncthreads();
+            copy_call(posted, &cmd);
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence();
+                gpu_store_release_sys(decision_of(first), decision_word(r.gen, false, word));
+            }
+        } else {
+            copy_call(&cmd, posted);
+        }
+    }
+}
+
+} // namespace gpucoll

@@ -1,0 +1,170 @@
+/* Resident kernels (kernels/resident.cuh) against what can go wrong with a
+ * kernel that outlives its call:
+ *  - the input is still being written by a kernel on the legacy default
+ *    stream when the call starts (no synchronisation by the caller);
+ *  - gaps between calls shorter than, about equal to and longer than
+ *    coll_gpu_resident_us, so that some calls meet a kernel that is just
+ *    leaving;
+ *  - datatype, op, collective and size change from call to call (another
+ *    kernel, or a call above resident_max_bytes on the launch path);
+ *  - in place, where running a call twice would reduce twice.
+ * Every result is checked on the host. Exits 77 without a GPU. */
+#include <mpi.h>
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+namespace {
+
+// What rank r holds at element i in round `round` (small integers: sums of
+// them are exact in float and double).
+__host__ __device__ int value_of(int r, int round, size_t i) { return (int)((r * 7 + round * 13 + i * 3) % 64) - 20; }
+
+// Spins for `ns` before writing, so that the collective is called while
+// this is still running on the legacy default stream.
+template <class T> __global__ void slow_fill(T *buf, size_t n, int rank, int round, uint64_t ns)
+{
+    if (threadIdx.x == 0) {
+        uint64_t start, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        while (now - start < ns);
+    }
+    __syncthreads();
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        buf[i] = (T)value_of(rank, round, i);
+}
+
+void spin_us(int us)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+}
+
+enum Kind { AllreduceFloatSum, AllreduceIntMax, AllreduceDoubleSum, BcastInt, KindCount };
+
+template <class T> T expect_of(Kind kind, int nranks, int round, size_t i, int root)
+{
+    if (kind == BcastInt) return (T)value_of(root, round, i);
+    T acc = (T)value_of(0, round, i);
+    for (int r = 1; r < nranks; r++) {
+        T v = (T)value_of(r, round, i);
+        acc = kind == AllreduceIntMax ? (v > acc ? v : acc) : acc + v;
+    }
+    return acc;
+}
+
+// One call: fill (slowly, or at once and synchronised), call, check.
+template <class T>
+long one_call(Kind kind, MPI_Datatype type, MPI_Op op, size_t n, bool in_place, bool pending, int round, int rank,
+              int nranks, T *in, T *out, T *host)
+{
+    int root = round % nranks;
+    T *target = (in_place || kind == BcastInt) ? out : in;
+    int threads = 256, blocks = (int)((n + threads - 1) / threads < 1024 ? (n + threads - 1) / threads : 1024);
+    if (blocks < 1) blocks = 1;
+    // The root's bcast buffer and every rank's reduction input.
+    if (kind != BcastInt || rank == root) {
+        slow_fill<T><<<blocks, threads, 0, 0>>>(target, n, rank, round, pending ? 200000 : 0);
+        if (!pending) cudaDeviceSynchronize();
+    } else {
+        cudaMemset(out, 0, n * sizeof(T));
+    }
+    if (kind == BcastInt) MPI_Bcast(out, (int)n, type, root, MPI_COMM_WORLD);
+    else MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, (int)n, type, op, MPI_COMM_WORLD);
+    cudaMemcpy(host, out, n * sizeof(T), cudaMemcpyDeviceToHost);
+    long wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        T want = expect_of<T>(kind, nranks, round, i, root);
+        if (host[i] != want) {
+            if (wrong < 3)
+                fprintf(stderr, "rank %d round %d kind %d n %zu in_place %d pending %d: [%zu] = %g, want %g\n", rank,
+                        round, (int)kind, n, (int)in_place, (int)pending, i, (double)host[i], (double)want);
+            wrong++;
+        }
+    }
+    return wrong;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, nranks, ndev = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (rank == 0) printf("no GPU: skipped\n");
+        MPI_Finalize();
+        return 77;
+    }
+    MPI_Comm node;
+    int local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    cudaSetDevice(local % ndev);
+    int rounds = argc > 1 ? atoi(argv[1]) : 600;
+
+    // Up to 2^20 + 5 doubles: above resident_max_bytes (1 MiB) for the larger ones.
+    const size_t max_n = (1u << 20) + 5;
+    const size_t sizes[] = {1, 7, 1000, 4099, 65537, 262144, (1u << 20) + 5};
+    const int gaps_us[] = {0, 0, 5, 20, 40, 50, 60, 100, 300};
+    void *in, *out, *host = malloc(max_n * sizeof(double));
+    cudaMalloc(&in, max_n * sizeof(double));
+    cudaMalloc(&out, max_n * sizeof(double));
+
+    // Every rank draws the same sequence, so that they make the same calls.
+    srand(12345);
+    long wrong = 0, calls = 0;
+    for (int round = 0; round < rounds; round++) {
+        Kind kind = (Kind)(rand() % KindCount);
+        size_t n = sizes[rand() % (sizeof sizes / sizeof *sizes)];
+        bool in_place = kind != BcastInt && rand() % 2;
+        bool pending = rand() % 4 == 0;
+        int gap = gaps_us[rand() % (sizeof gaps_us / sizeof *gaps_us)];
+        // Ranks differ in when they get here by up to `gap`.
+        spin_us(rank % 2 ? gap : gap / 2);
+        switch (kind) {
+        case AllreduceFloatSum:
+            wrong += one_call<float>(kind, MPI_FLOAT, MPI_SUM, n, in_place, pending, round, rank, nranks, (float *)in,
+                                     (float *)out, (float *)host);
+            break;
+        case AllreduceIntMax:
+            wrong += one_call<int>(kind, MPI_INT, MPI_MAX, n, in_place, pending, round, rank, nranks, (int *)in,
+                                   (int *)out, (int *)host);
+            break;
+        case AllreduceDoubleSum:
+            wrong += one_call<double>(kind, MPI_DOUBLE, MPI_SUM, n, in_place, pending, round, rank, nranks,
+                                      (double *)in, (double *)out, (double *)host);
+            break;
+        default:
+            wrong += one_call<int>(kind, MPI_INT, MPI_OP_NULL, n, false, pending, round, rank, nranks, (int *)in,
+                                   (int *)out, (int *)host);
+            break;
+        }
+        calls++;
+    }
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        fprintf(stderr, "rank %d: CUDA error %s\n", rank, cudaGetErrorString(e));
+        wrong++;
+    }
+    long total = 0;
+    MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("resident_check: %d ranks, %ld calls each, %ld wrong elements: %s\n", nranks, calls, total,
+               total ? "FAIL" : "ok");
+    cudaFree(in);
+    cudaFree(out);
+    free(host);
+    MPI_Comm_free(&node);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
