@@ -3,14 +3,11 @@
 #include <atomic>
 #include <cstring>
 
+#include "gpu_error.hpp"
+
 namespace gpucoll {
 
 namespace {
-
-gpucoll_status_t gpu_error(const char *what, gpuError_t e)
-{
-    return gpucoll_fail(GPUCOLL_ERR_GPU, "%s: %s", what, gpuGetErrorString(e));
-}
 
 // Which compiled kernel and grid serve a call: a resident kernel takes only
 // calls of its own.
@@ -21,6 +18,13 @@ uint64_t kernel_key(const PeerArgs &k, gpucoll_dtype_t dtype, gpucoll_op_t op, i
 }
 
 } // namespace
+
+bool ResidentKernel::all_done(int blocks) const
+{
+    for (int b = 0; b < blocks; b++)
+        if (__atomic_load_n(&mb_->done[b], __ATOMIC_ACQUIRE) < seq_) return false;
+    return true;
+}
 
 gpucoll_status_t ResidentKernel::init()
 {
@@ -64,8 +68,8 @@ void ResidentKernel::release()
     mb_ = nullptr;
 }
 
-gpucoll_status_t ResidentKernel::launch(PeerArgs &k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
-                                        int threads, bool after_user_work)
+gpucoll_status_t ResidentKernel::launch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op,
+                                        int blocks, int threads, bool after_user_work)
 {
     // A new generation: the doorbell now tells any earlier kernel to leave
     // (it runs before this one on the stream) and holds what this one
@@ -84,6 +88,7 @@ gpucoll_status_t ResidentKernel::launch(PeerArgs &k, gpucoll_dtype_t dtype, gpuc
     if ((e = gpuGetLastError()) != gpuSuccess && e != gpuErrorNotReady)
         return gpu_error("launching a resident kernel", e);
     live_ = true;
+    key_ = key;
     launched++;
     return GPUCOLL_SUCCESS;
 }
@@ -113,8 +118,7 @@ gpucoll_status_t ResidentKernel::run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_
         reused++;
     } else {
         retire();
-        if ((st = launch(k, dtype, op, blocks, threads, !user_idle)) != GPUCOLL_SUCCESS) return st;
-        key_ = key;
+        if ((st = launch(k, key, dtype, op, blocks, threads, !user_idle)) != GPUCOLL_SUCCESS) return st;
     }
     // The kernel polls for idle_us after its last call; counted from the
     // post, which is before that, this host-side window ends before it.
@@ -124,9 +128,7 @@ gpucoll_status_t ResidentKernel::run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_
 
     const auto deadline = start + std::chrono::milliseconds(timeout_ms);
     for (unsigned spin = 1;; spin++) {
-        bool done = true;
-        for (int b = 0; b < blocks && done; b++) done = __atomic_load_n(&mb_->done[b], __ATOMIC_ACQUIRE) >= seq_;
-        if (done) {
+        if (all_done(blocks)) {
             (resident ? reused_s : launched_s) += std::chrono::duration<double>(Clock::now() - queried).count();
             return GPUCOLL_SUCCESS;
         }
@@ -135,15 +137,15 @@ gpucoll_status_t ResidentKernel::run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_
         // once its stream is idle with the call not done, launch it anew.
         gpuError_t e = gpuStreamQuery(stream_);
         if (e == gpuSuccess) {
-            for (int b = 0; b < blocks && done; b++)
-                done = __atomic_load_n(&mb_->done[b], __ATOMIC_ACQUIRE) >= seq_;
-            if (done) return GPUCOLL_SUCCESS;
-            if (!resident) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a resident kernel left before its call");
+            if (all_done(blocks)) return GPUCOLL_SUCCESS;
+            if (!resident) {
+                live_ = false;
+                return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a launched kernel ended without its call done");
+            }
             resident = false;
             live_ = false;
             reused--;
-            if ((st = launch(k, dtype, op, blocks, threads, false)) != GPUCOLL_SUCCESS) return st;
-            key_ = key;
+            if ((st = launch(k, key, dtype, op, blocks, threads, false)) != GPUCOLL_SUCCESS) return st;
         } else if (e != gpuErrorNotReady) {
             live_ = false;
             return gpu_error("resident kernel", e);

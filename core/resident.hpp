@@ -18,6 +18,8 @@ class ResidentKernel {
     gpucoll_status_t init();
     // Tells a resident kernel to leave, waits until it has, frees everything.
     void release();
+    // Whether init() succeeded (until release()).
+    bool ready() const { return mb_ && stream_ && user_work_; }
 
     // Runs call `k` (complete but for k.resident) with `blocks` x `threads`
     // and returns when every block is done with it (or with an error). The
@@ -39,9 +41,10 @@ class ResidentKernel {
 
   private:
     using Clock = std::chrono::steady_clock;
-    gpucoll_status_t launch(PeerArgs &k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
-                            bool after_user_work);
+    gpucoll_status_t launch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
+                            int threads, bool after_user_work);
     void post_doorbell();
+    bool all_done(int blocks) const; // every block has reported call seq_
 
     ResidentMailbox *mb_ = nullptr;
     gpuStream_t stream_ = nullptr;

@@ -14,6 +14,7 @@
 #include "algo_select.hpp"
 #include "core_state.hpp"
 #include "device_guard.hpp"
+#include "gpu_error.hpp"
 #include "gpu_port.h"
 #include "gpucoll_core.h"
 #include "ipc_cache.hpp"
@@ -93,8 +94,7 @@ struct gpucoll_team {
     gpuStream_t stream = nullptr;
     int *error = nullptr; // host-mapped flag the kernels raise on timeout
     IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
-    ResidentKernel resident; // serves small calls without a launch each
-    bool resident_ok = false;
+    ResidentKernel resident; // serves small calls without a launch each (if ready())
     // Where the time of peer-path calls goes, printed at verbose >= 20 when
     // the team ends: a few clock reads per call, so always on.
     struct Timing {
@@ -104,11 +104,6 @@ struct gpucoll_team {
 };
 
 namespace {
-
-gpucoll_status_t gpu_error(const char *what, gpuError_t e)
-{
-    return gpucoll_fail(GPUCOLL_ERR_GPU, "%s: %s", what, gpuGetErrorString(e));
-}
 
 // This rank's half of GPU setup: scratch, its IPC handle, a stream.
 gpucoll_status_t setup_local(gpucoll_team *t, int device)
@@ -132,8 +127,7 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     *t->error = 0;
     // Without it every call launches its own kernel, which is as correct.
     if (config().resident_us > 0) {
-        t->resident_ok = t->resident.init() == GPUCOLL_SUCCESS;
-        if (!t->resident_ok && config().verbose >= 10)
+        if (t->resident.init() != GPUCOLL_SUCCESS && config().verbose >= 10)
             fprintf(stderr, "coll:gpu: rank %d: no resident kernels: %s\n", t->rank, gpucoll_last_error());
     }
     if ((e = gpuDeviceSynchronize()) != gpuSuccess) return gpu_error("setting up scratch", e);
@@ -455,7 +449,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     int blocks = blocks_for(plan, elt, cfg, t->size);
     gpuError_t e = gpuSuccess;
     auto t_launched = t_agreed;
-    if (t->resident_ok && resident_serves(plan, elt, t->size, cfg)) {
+    if (t->resident.ready() && resident_serves(plan, elt, t->size, cfg)) {
         // Launch (if need be) and wait, both inside.
         st = t->resident.run(k, a.dtype, a.op, blocks, cfg.threads_per_block, cfg.resident_us, cfg.timeout_ms);
         if (st != GPUCOLL_SUCCESS) {

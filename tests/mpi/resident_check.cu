@@ -72,7 +72,8 @@ long one_call(Kind kind, MPI_Datatype type, MPI_Op op, size_t n, bool in_place, 
     // The root's bcast buffer and every rank's reduction input.
     if (kind != BcastInt || rank == root) {
         slow_fill<T><<<blocks, threads, 0, 0>>>(target, n, rank, round, pending ? 200000 : 0);
-        if (!pending) cudaDeviceSynchronize();
+        // Not cudaDeviceSynchronize: it would also wait for a resident kernel to leave.
+        if (!pending) cudaStreamSynchronize(0);
     } else {
         cudaMemset(out, 0, n * sizeof(T));
     }
@@ -111,11 +112,13 @@ int main(int argc, char **argv)
     MPI_Comm_rank(node, &local);
     cudaSetDevice(local % ndev);
     int rounds = argc > 1 ? atoi(argv[1]) : 600;
+    // The coll_gpu_resident_us the run uses: the gaps between calls are set around it.
+    int idle_us = argc > 2 ? atoi(argv[2]) : 50;
 
     // Up to 2^20 + 5 doubles: above resident_max_bytes (1 MiB) for the larger ones.
     const size_t max_n = (1u << 20) + 5;
     const size_t sizes[] = {1, 7, 1000, 4099, 65537, 262144, (1u << 20) + 5};
-    const int gaps_us[] = {0, 0, 5, 20, 40, 50, 60, 100, 300};
+    const double gaps[] = {0, 0, 0, 0.1, 0.4, 0.8, 1.0, 1.2, 2, 6}; // x idle_us
     void *in, *out, *host = malloc(max_n * sizeof(double));
     cudaMalloc(&in, max_n * sizeof(double));
     cudaMalloc(&out, max_n * sizeof(double));
@@ -123,12 +126,14 @@ int main(int argc, char **argv)
     // Every rank draws the same sequence, so that they make the same calls.
     srand(12345);
     long wrong = 0, calls = 0;
+    Kind kind = AllreduceFloatSum;
     for (int round = 0; round < rounds; round++) {
-        Kind kind = (Kind)(rand() % KindCount);
+        // Half the calls need the kernel of the call before (a resident one may serve them).
+        if (rand() % 2) kind = (Kind)(rand() % KindCount);
         size_t n = sizes[rand() % (sizeof sizes / sizeof *sizes)];
         bool in_place = kind != BcastInt && rand() % 2;
         bool pending = rand() % 4 == 0;
-        int gap = gaps_us[rand() % (sizeof gaps_us / sizeof *gaps_us)];
+        int gap = (int)(gaps[rand() % (sizeof gaps / sizeof *gaps)] * idle_us);
         // Ranks differ in when they get here by up to `gap`.
         spin_us(rank % 2 ? gap : gap / 2);
         switch (kind) {
