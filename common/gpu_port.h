@@ -197,6 +197,38 @@ __device__ __forceinline__ uint64_t gpu_load_acquire_sys(const uint64_t *p)
     return v;
 #endif
 }
+/* A 16-byte line of the flag-in-data protocol (kernels/ll_lines.cuh), stored
+ * to or loaded from (possibly peer) memory without caching. The promise the
+ * protocol needs: each aligned 8-byte half is written and read whole, so a
+ * reader that sees a half's flag sees that half's data. No ordering between
+ * lines and no fence: that is what makes it fast. */
+__device__ __forceinline__ void gpu_store_line(uint4 *p, uint4 v)
+{
+#if defined(COLL_GPU_HIP)
+    uint64_t *q = reinterpret_cast<uint64_t *>(p);
+    __hip_atomic_store(q, (uint64_t)v.y << 32 | v.x, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+    __hip_atomic_store(q + 1, (uint64_t)v.w << 32 | v.z, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+#endif
+}
+__device__ __forceinline__ uint4 gpu_load_line(const uint4 *p)
+{
+    uint4 v;
+#if defined(COLL_GPU_HIP)
+    const uint64_t *q = reinterpret_cast<const uint64_t *>(p);
+    uint64_t lo = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+    uint64_t hi = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+    v.x = (uint32_t)lo; v.y = (uint32_t)(lo >> 32); v.z = (uint32_t)hi; v.w = (uint32_t)(hi >> 32);
+#else
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+#endif
+    return v;
+}
 #endif
 
 /* ---- host-side pointer query that never initialises the GPU runtime ----- */

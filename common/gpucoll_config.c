@@ -19,4 +19,5 @@ void gpucoll_config_fill_defaults(gpucoll_config_t *c)
     if (c->resident_us < 0) c->resident_us = 0;
     if (!c->resident_max_bytes) c->resident_max_bytes = GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES;
     if (c->resident_blocks <= 0) c->resident_blocks = GPUCOLL_DEFAULT_RESIDENT_BLOCKS;
+    if (c->ll_max_bytes > GPUCOLL_LL_MAX_BYTES_CAP) c->ll_max_bytes = GPUCOLL_LL_MAX_BYTES_CAP;
 }

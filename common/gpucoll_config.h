@@ -57,6 +57,10 @@ typedef struct gpucoll_config {
     size_t resident_max_bytes;       /* largest call (bytes moved per rank) a resident kernel serves */
     int resident_blocks;             /* grid of the calls resident kernels serve, the same for every size
                                         so that one kernel serves them all */
+    size_t ll_max_bytes;             /* allreduce, reduce_scatter_block, allgather and bcast of up to this
+                                        many bytes per rank (a block for the blocked ones) run the
+                                        flag-in-data kernels (kernels/ll_lines.cuh); 0: never. At most
+                                        GPUCOLL_LL_MAX_BYTES_CAP. Not defaulted when 0. */
     /* ---- across nodes (hierarchical path, docs/multinode.md) ---- */
     int virtual_node_size;           /* >0: split each host into virtual nodes of this many consecutive
                                         ranks (testing the inter-node path on one host); 0: real nodes */
@@ -97,6 +101,13 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_RESIDENT_BLOCKS 32
 /* Not filled in by gpucoll_config_fill_defaults (0 is meaningful): the MCA defaults. */
 #define GPUCOLL_DEFAULT_HIER_MIN_BYTES (512u * 1024u)
+/* Measured 2026-11-22 (gpucoll-bench, docs/performance.md "Flag-in-data kernels"): LL beats the
+   scratch kernels at every size up to 512 KiB on 2 x H200 (by 3-5 us); on 4 x H200 by 3-6 us up to
+   128 KiB, while at 512 KiB allreduce ties and bcast loses 1 us (twice the bytes over the links). */
+#define GPUCOLL_DEFAULT_LL_MAX_BYTES (256u * 1024u)
+/* Each rank's scratch holds an LL area of 32 x ll_max_bytes (two parities x 8 peers x two bytes of
+   line per byte): 16 MiB at this cap. */
+#define GPUCOLL_LL_MAX_BYTES_CAP (512u * 1024u)
 /* Resident kernels off by default: on 4 x H200 (a VM) a call they serve saves the launch but pays
    PCIe round trips to host memory (doorbell ~4-5 us, the default-stream query ~1.4 us), so an 8 B
    allreduce took 15.8 us against 18.7 and reduce_scatter/allgather 1-3 us more

@@ -16,6 +16,7 @@ struct Entry {
 // The one table of algorithms. For each kind the first row whose condition
 // holds serves; `direct` rows need every rank's buffers mapped.
 constexpr Entry kTable[] = {
+    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceLL, true, 0, false, false},
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, true, 0, false, false},
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, true, 0, false, true},
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, true, 0, false, true},
@@ -23,12 +24,15 @@ constexpr Entry kTable[] = {
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, true, 0, false, false},
     {GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, true, 0, false, false},
     {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockDirect, true, 0, true, false},
+    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockLL, true, 0, true, false},
     {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, true, 1, true, false},
     {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, false, 0, true, true},
     {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, false, 0, true, false},
+    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, false, 0, true, false},
     {GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, false, 0, true, false},
     {GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, false, 0, false, true},
     {GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, false, 0, false, false},
+    {GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, false, 0, false, false},
     {GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, false, 0, false, false},
     {GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, false, 1, true, false},
 };
@@ -64,6 +68,7 @@ PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, b
     case GPUCOLL_ALLREDUCE_DIRECT: return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
     case GPUCOLL_ALLREDUCE_WRITES: return direct ? PeerAlgo::AllreduceWrites : PeerAlgo::AllreduceTwoShot;
     default:
+        if (bytes <= cfg.ll_max_bytes && !direct) return PeerAlgo::AllreduceLL;
         if (bytes <= cfg.oneshot_max_bytes) return PeerAlgo::AllreduceOneShot;
         return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
     }
@@ -81,9 +86,13 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     PeerAlgo want =
         a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, nranks, cfg, direct) : PeerAlgo::Bcast;
     bool push = direct && direct_push(a.kind, cfg);
+    // The flag-in-data kernels serve small messages through scratch; a
+    // zero-copy call (direct_min_bytes set below ll_max_bytes) stays zero-copy.
+    bool ll = !direct && a.count * elt <= cfg.ll_max_bytes;
     for (const Entry &e : kTable) {
         if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;
-        if (a.kind != GPUCOLL_COLL_ALLREDUCE && (is_direct(e.algo) != direct || (direct && e.push != push)))
+        if (a.kind != GPUCOLL_COLL_ALLREDUCE &&
+            (is_direct(e.algo) != direct || (direct && e.push != push) || (is_ll(e.algo) && !ll)))
             continue;
         if (e.reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
         if (!e.reduces && a.op != GPUCOLL_OP_NONE) return false;
@@ -154,6 +163,10 @@ const char *algo_name(PeerAlgo algo)
     case PeerAlgo::AllreduceWrites: return "allreduce_writes";
     case PeerAlgo::AllgatherPush: return "allgather_push";
     case PeerAlgo::BcastPush: return "bcast_push";
+    case PeerAlgo::AllreduceLL: return "allreduce_ll";
+    case PeerAlgo::ReduceScatterBlockLL: return "reduce_scatter_block_ll";
+    case PeerAlgo::AllgatherLL: return "allgather_ll";
+    case PeerAlgo::BcastLL: return "bcast_ll";
     }
     return "?";
 }

@@ -87,6 +87,8 @@ struct gpucoll_team {
     ShmBlock *shm = nullptr;
     uint64_t seq = 0;        // collectives posted so far
     uint64_t epoch = 1;      // next barrier epoch of the GPU flags
+    uint32_t ll_flag = 0;    // flag of the latest LL call (kernels/ll_lines.cuh); never 0 in a call
+    size_t ll_slot_bytes = 0;// 0: no LL area
     enum { GpuNone, GpuReady, GpuFailed } gpu = GpuNone;
     int device = -1;
     char *scratch[kMaxPeers] = {};
@@ -113,9 +115,15 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     size_t bytes = config().scratch_bytes;
     if (bytes < kDataOffset + 2 * 65536) bytes = kDataOffset + 2 * 65536;
     t->half_bytes = (bytes - kDataOffset) / 2 / 4096 * 4096;
-    gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes);
+    // The LL area after the halves, zeroed: no line may carry a flag yet.
+    size_t ll_max = config().ll_max_bytes;
+    t->ll_slot_bytes = ll_max ? ll_slot_bytes_for(ll_max) : 0;
+    size_t ll_area = ll_max ? ll_area_bytes(ll_max) : 0;
+    gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes + ll_area);
     if (e != gpuSuccess) return gpu_error("allocating peer scratch", e);
     if ((e = gpuMemset(t->scratch[t->rank], 0, kFlagsBytes)) != gpuSuccess) return gpu_error("clearing flags", e);
+    if (ll_area && (e = gpuMemset(t->scratch[t->rank] + kDataOffset + 2 * t->half_bytes, 0, ll_area)) != gpuSuccess)
+        return gpu_error("clearing the LL area", e);
     if ((e = gpuIpcGetMemHandle(&me.handle, t->scratch[t->rank])) != gpuSuccess)
         return gpu_error("exporting scratch (cudaIpcGetMemHandle)", e);
     if ((e = gpuDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, device)) != gpuSuccess)
@@ -416,7 +424,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
 
     // Chunks must fit in half of the scratch; every rank computes the same.
     size_t max_chunk = max_chunk_elems(plan, t->half_bytes, elt);
-    if (!is_direct(plan.algo) && plan.chunk > max_chunk) plan.chunk = max_chunk;
+    if (!is_direct(plan.algo) && !is_ll(plan.algo) && plan.chunk > max_chunk) plan.chunk = max_chunk;
 
     PeerArgs k{};
     k.algo = plan.algo;
@@ -430,12 +438,18 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     k.chunk = plan.chunk;
     k.half_bytes = t->half_bytes;
     k.epoch0 = t->epoch;
+    k.ll_slot_bytes = t->ll_slot_bytes;
+    if (is_ll(plan.algo)) {
+        // Every rank counts the same LL calls; 0 is what a fresh area holds,
+        // and the area is zeroed again before the count wraps (below).
+        k.epoch0 = ++t->ll_flag;
+    }
     for (int r = 0; r < t->size; r++) k.scratch[r] = t->scratch[r];
     k.timeout_ns = (uint64_t)cfg.timeout_ms * 1000000ull;
     k.error = t->error;
     k.vector_ok = ((uintptr_t)k.src % 16 == 0) && ((uintptr_t)k.dst % 16 == 0) &&
                   (!plan.strided || (a.count * elt) % 16 == 0);
-    size_t steps = is_direct(plan.algo) ? 1 : (a.count + plan.chunk - 1) / plan.chunk;
+    size_t steps = is_direct(plan.algo) || is_ll(plan.algo) ? 1 : (a.count + plan.chunk - 1) / plan.chunk;
     t->epoch += steps;
 
     DeviceGuard g(t->device);
@@ -481,6 +495,18 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         t->gpu = gpucoll_team::GpuFailed; // flags are out of step now
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms",
                             cfg.timeout_ms);
+    }
+    if (is_ll(plan.algo) && t->ll_flag == UINT32_MAX) {
+        // A stale line from 2^32 calls ago would carry a current flag. Every
+        // line written into this rank's area this call has been read by its
+        // kernel, and no peer writes again before the next agreement, so the
+        // area can be cleared here; every rank wraps at the same call.
+        t->resident.retire();
+        char *area = t->scratch[t->rank] + kDataOffset + 2 * t->half_bytes;
+        if ((e = gpuMemset(area, 0, ll_area_bytes(cfg.ll_max_bytes))) != gpuSuccess ||
+            (e = gpuDeviceSynchronize()) != gpuSuccess)
+            return gpu_error("clearing the LL area", e);
+        t->ll_flag = 0;
     }
     return GPUCOLL_SUCCESS;
 }

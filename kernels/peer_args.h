@@ -51,8 +51,21 @@ enum class PeerAlgo : int {
     AllreduceWrites,      // barrier, rounds of: write a piece of every other slice into its owner's scratch,
                           // reduce the previous piece of own slice into every rank's output; barrier
     AllgatherPush,        // barrier, write own input into every peer's output; barrier
-    BcastPush             // barrier, read own slice from the root into every receiver's buffer; barrier
+    BcastPush,            // barrier, read own slice from the root into every receiver's buffer; barrier
+    // Flag-in-data lines through the LL area of scratch (kernels/ll_lines.cuh): every rank stores what a
+    // peer needs into that peer's area, 8 bytes of data and a flag per 16-byte line; readers spin on
+    // their own memory. No barrier and no fence: the latency path for small messages.
+    AllreduceLL,          // store the input into every peer's area; reduce all ranks' lines
+    ReduceScatterBlockLL, // store block p of the input into rank p's area; reduce own block's lines
+    AllgatherLL,          // store the input into every peer's area; copy out every rank's lines
+    BcastLL               // the root stores its buffer into every peer's area; the others copy it out
 };
+
+// The LL area follows the two scratch halves: [parity][from rank] slots of
+// ll_slot_bytes (two bytes of line per byte of data, for calls of up to
+// ll_max_bytes), parity alternating between consecutive LL calls.
+constexpr size_t ll_slot_bytes_for(size_t ll_max_bytes) { return 2 * ((ll_max_bytes + 15) / 16 * 16); }
+constexpr size_t ll_area_bytes(size_t ll_max_bytes) { return 2 * kMaxPeers * ll_slot_bytes_for(ll_max_bytes); }
 
 struct ResidentMailbox;
 
@@ -75,7 +88,8 @@ struct alignas(16) PeerArgs {
     size_t count;             // elements per block (see gpucoll_coll_args_t)
     size_t chunk;             // elements moved per rank and step through scratch
     size_t half_bytes;        // bytes of one of the two scratch halves
-    uint64_t epoch0;          // barrier epoch of the first step
+    size_t ll_slot_bytes;     // bytes of one slot of the LL area (after the halves)
+    uint64_t epoch0;          // barrier epoch of the first step; LL algorithms: the call's flag (never 0)
     char *scratch[kMaxPeers]; // every rank's scratch, mapped here
     uint64_t timeout_ns;
     int *error;               // host-mapped: set non-zero on timeout
@@ -109,7 +123,13 @@ constexpr bool moves_bytes(PeerAlgo a)
 {
     return a == PeerAlgo::Allgather || a == PeerAlgo::Bcast || a == PeerAlgo::Alltoall ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllgatherPush ||
-           a == PeerAlgo::BcastPush;
+           a == PeerAlgo::BcastPush || a == PeerAlgo::AllgatherLL || a == PeerAlgo::BcastLL;
+}
+
+constexpr bool is_ll(PeerAlgo a)
+{
+    return a == PeerAlgo::AllreduceLL || a == PeerAlgo::ReduceScatterBlockLL || a == PeerAlgo::AllgatherLL ||
+           a == PeerAlgo::BcastLL;
 }
 
 // Launches the kernel for `a` on `stream`; returns false for a pair the

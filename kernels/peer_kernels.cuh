@@ -5,8 +5,10 @@
 
 #include "allgather.cuh"
 #include "allgather_direct.cuh"
+#include "allgather_ll.cuh"
 #include "allgather_push.cuh"
 #include "allreduce_direct.cuh"
+#include "allreduce_ll.cuh"
 #include "allreduce_oneshot.cuh"
 #include "allreduce_push.cuh"
 #include "allreduce_writes.cuh"
@@ -14,12 +16,14 @@
 #include "alltoall.cuh"
 #include "bcast.cuh"
 #include "bcast_direct.cuh"
+#include "bcast_ll.cuh"
 #include "bcast_push.cuh"
 #include "local_reduce.cuh"
 #include "peer_args.h"
 #include "reduce.cuh"
 #include "reduce_scatter_block.cuh"
 #include "reduce_scatter_block_direct.cuh"
+#include "reduce_scatter_block_ll.cuh"
 #include "resident.cuh"
 
 namespace gpucoll {
@@ -37,6 +41,8 @@ __device__ void run_steps(const PeerArgs &a)
 template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &a)
 {
     switch (a.algo) {
+    case PeerAlgo::AllreduceLL: allreduce_ll<T, Op>(a); break;
+    case PeerAlgo::ReduceScatterBlockLL: reduce_scatter_block_ll<T, Op>(a); break;
     case PeerAlgo::AllreduceOneShot: run_steps<allreduce_oneshot_step<T, Op>>(a); break;
     case PeerAlgo::AllreduceTwoShot: run_steps<allreduce_twoshot_step<T, Op>>(a); break;
     case PeerAlgo::Reduce: run_steps<reduce_step<T, Op>>(a); break;

@@ -47,6 +47,7 @@ static size_t param_block_bytes = 0;
 static size_t param_hier_min_bytes = GPUCOLL_DEFAULT_HIER_MIN_BYTES;
 static int param_resident_us = GPUCOLL_DEFAULT_RESIDENT_US;
 static size_t param_resident_max_bytes = GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES;
+static size_t param_ll_max_bytes = GPUCOLL_DEFAULT_LL_MAX_BYTES;
 static int param_resident_blocks = GPUCOLL_DEFAULT_RESIDENT_BLOCKS;
 /* Across nodes (coll_gpu_hier.c, docs/multinode.md). */
 static int param_virtual_node_size = 0;
@@ -121,6 +122,13 @@ static int gpu_register(void)
              allreduce_values, &param_allreduce_algorithm);
     reg_size("oneshot_max_bytes", "Largest allreduce (bytes) that the auto choice runs one-shot",
              OPAL_INFO_LVL_5, &param_oneshot_max_bytes);
+    reg_size("ll_max_bytes", "Allreduce, reduce_scatter_block, allgather and bcast of up to this many bytes per "
+                             "rank (a rank's block for reduce_scatter_block and allgather) run the flag-in-data "
+                             "kernels: each rank stores its data with a flag per 8 bytes straight into its peers' "
+                             "scratch, no barrier (the lowest latency; twice the bytes over the links). 0: never. "
+                             "At most 512 KiB; the scratch of every communicator grows by 32 x this. A forced "
+                             "allreduce_algorithm other than auto takes precedence for allreduce",
+             OPAL_INFO_LVL_5, &param_ll_max_bytes);
     reg_size("direct_min_bytes", "Smallest message (bytes, all ranks' blocks for allgather/reduce_scatter_block) "
                                  "that runs zero-copy: peers read each other's buffers through CUDA IPC instead "
                                  "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes",
@@ -210,6 +218,7 @@ static int gpu_open(void)
     cfg->resident_us = param_resident_us;
     cfg->resident_max_bytes = param_resident_max_bytes;
     cfg->resident_blocks = param_resident_blocks;
+    cfg->ll_max_bytes = param_ll_max_bytes;
     cfg->virtual_node_size = param_virtual_node_size > 0 ? param_virtual_node_size : 0;
     cfg->inter_path = param_inter_path;
     cfg->ucx_device_path = param_ucx_device_path;

@@ -28,11 +28,13 @@
 struct kernel_host_dim3 {
     unsigned x = 1, y = 1, z = 1;
 };
-inline kernel_host_dim3 gridDim, blockIdx, blockDim, threadIdx;
+// Per host thread, so that a test may run several "GPUs" at once.
+inline thread_local kernel_host_dim3 gridDim, blockIdx, blockDim, threadIdx;
 
 struct uint4 {
     unsigned x, y, z, w;
 };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 
 inline float __uint_as_float(unsigned u)
 {
@@ -55,6 +57,8 @@ int atomicExch(int *address, int value);
 uint64_t gpu_global_timer_ns();
 void gpu_store_release_sys(uint64_t *p, uint64_t v);
 uint64_t gpu_load_acquire_sys(const uint64_t *p);
+void gpu_store_line(uint4 *p, uint4 v);
+uint4 gpu_load_line(const uint4 *p);
 float gpu_half_bits_to_float(uint16_t bits);
 uint16_t gpu_float_to_half_bits(float f);
 

@@ -148,6 +148,57 @@ int main()
               d.resident_blocks == GPUCOLL_DEFAULT_RESIDENT_BLOCKS);
     }
 
+    // flag-in-data (LL) kernels: off when ll_max_bytes is 0 (what a hand-filled
+    // config has); on, they serve allreduce, reduce_scatter_block, allgather
+    // and bcast up to ll_max_bytes per rank through scratch, never a call
+    // that runs zero-copy or a forced allreduce algorithm
+    {
+        gpucoll_config_t c = cfg;
+        CHECK(c.ll_max_bytes == 0);
+        CHECK(make_plan(args(GPUCOLL_COLL_BCAST, 8, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 4, c, &p));
+        CHECK(p.algo == PeerAlgo::Bcast);
+        c.ll_max_bytes = 65536;
+        struct { gpucoll_coll_kind_t kind; gpucoll_op_t op; PeerAlgo ll, above; bool strided; } kinds[] = {
+            {GPUCOLL_COLL_ALLREDUCE, GPUCOLL_OP_SUM, PeerAlgo::AllreduceLL, PeerAlgo::AllreduceOneShot, false},
+            {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, GPUCOLL_OP_MAX, PeerAlgo::ReduceScatterBlockLL,
+             PeerAlgo::ReduceScatterBlock, true},
+            {GPUCOLL_COLL_ALLGATHER, GPUCOLL_OP_NONE, PeerAlgo::AllgatherLL, PeerAlgo::Allgather, true},
+            {GPUCOLL_COLL_BCAST, GPUCOLL_OP_NONE, PeerAlgo::BcastLL, PeerAlgo::Bcast, false},
+        };
+        for (const auto &k : kinds) {
+            gpucoll_dtype_t dt = k.op == GPUCOLL_OP_NONE ? GPUCOLL_UINT8 : GPUCOLL_FLOAT32;
+            size_t elt = dt == GPUCOLL_UINT8 ? 1 : 4;
+            for (int n : {1, 2, 3, 8}) {
+                CHECK(make_plan(args(k.kind, 1, dt, k.op), 0, n, c, &p) && p.algo == k.ll && is_ll(p.algo));
+                CHECK(p.strided == k.strided);
+                CHECK(make_plan(args(k.kind, 65536 / elt, dt, k.op), 0, n, c, &p) && p.algo == k.ll);
+                CHECK(make_plan(args(k.kind, 65536 / elt + 1, dt, k.op), 0, n, c, &p) && p.algo == k.above);
+                // zero-copy wins where it was asked for (direct_min_bytes below ll_max_bytes)
+                if (k.kind != GPUCOLL_COLL_ALLREDUCE) {
+                    CHECK(make_plan(args(k.kind, 16, dt, k.op), 0, n, c, true, &p) && is_direct(p.algo));
+                }
+            }
+        }
+        // a bad op still has no plan
+        CHECK(!make_plan(args(GPUCOLL_COLL_ALLREDUCE, 4, GPUCOLL_FLOAT32, GPUCOLL_OP_BAND), 0, 4, c, &p));
+        // forced allreduce algorithms take precedence
+        c.allreduce_algorithm = GPUCOLL_ALLREDUCE_ONESHOT;
+        CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
+        CHECK(p.algo == PeerAlgo::AllreduceOneShot);
+        c.allreduce_algorithm = GPUCOLL_ALLREDUCE_AUTO;
+        // one thread per 8-byte line: 64 KiB of fp32 on 16 blocks of 512 threads
+        CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 16384, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
+        CHECK(blocks_for(p, 4, c, 4) * c.threads_per_block * 8 >= 65536);
+        // the area: 32 bytes per byte of ll_max_bytes; the parameter is capped
+        CHECK(ll_slot_bytes_for(65536) == 131072 && ll_area_bytes(65536) == 2 * kMaxPeers * 131072);
+        CHECK(ll_slot_bytes_for(1) == 32);
+        gpucoll_config_t d{};
+        d.ll_max_bytes = 64u << 20;
+        gpucoll_config_fill_defaults(&d);
+        CHECK(d.ll_max_bytes == GPUCOLL_LL_MAX_BYTES_CAP);
+        CHECK(GPUCOLL_DEFAULT_LL_MAX_BYTES <= GPUCOLL_LL_MAX_BYTES_CAP);
+    }
+
     // threads per block: whole warps in 32..what the kernels launch with, whatever is asked for
     for (int asked : {1, 31, 33, 100, 512, 1000, 1024, 4096}) {
         gpucoll_config_t c{};

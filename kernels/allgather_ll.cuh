@@ -1,0 +1,29 @@
+// Allgather for small messages by flag-in-data lines (ll_lines.cuh): every
+// rank stores its block into every peer's LL area, then copies every peer's
+// lines from its own memory into their blocks of the output.
+#pragma once
+#include "ll_lines.cuh"
+
+namespace gpucoll {
+
+__device__ inline void allgather_ll(const PeerArgs &a)
+{
+    const size_t bytes = a.count, lines = ll_lines(bytes); // a block, in bytes
+    const uint32_t flag = (uint32_t)a.epoch0;
+    char *own = a.dst + a.rank * bytes;
+    for (size_t i = ll_first(); i < lines; i += ll_stride()) {
+        uint64_t v = ll_read(a.src, bytes, i);
+        for (int k = 1; k < a.nranks; k++) ll_send(ll_slot(a, (a.rank + k) % a.nranks, a.rank) + i, v, flag);
+        if (own != a.src) ll_write(own, bytes, i, v); // in place it is there already
+    }
+    const size_t items = (size_t)(a.nranks - 1) * lines;
+    for (size_t t = ll_first(); t < items; t += ll_stride()) {
+        int from = (a.rank + 1 + (int)(t / lines)) % a.nranks;
+        size_t i = t % lines;
+        uint64_t v;
+        if (!ll_receive(a, ll_slot(a, a.rank, from) + i, &v)) return;
+        ll_write(a.dst + from * bytes, bytes, i, v);
+    }
+}
+
+} // namespace gpucoll

@@ -1,0 +1,141 @@
+// The flag-in-data ("LL") protocol of the small-message algorithms. A rank
+// stores what a peer needs straight into that peer's LL area, as 16-byte
+// lines of {4 bytes of data, flag, 4 bytes of data, flag}; the peer spins on
+// its own memory until a line carries this call's flag. Each 8-byte half is
+// written and read whole (gpu_store_line), so a matching flag means its data
+// is there: no barrier, no system-scope fence, one one-way trip over the
+// link per call instead of a flag round plus a load round trip.
+//
+// Why the flags cannot be stale: a slot is written only by LL calls, each
+// with its own flag (the host's LL call counter, never 0; the area starts
+// zeroed), and consecutive LL calls use the two parities of the area in
+// turn. A rank writes a slot of parity p only after it has finished the
+// previous LL call, for which it waited on every peer's lines, which those
+// peers wrote after they had finished the LL call before it, the last one
+// that used parity p. (The host's agreement before every call orders them
+// further still.)
+//
+// One thread handles line i of every buffer it touches, reading all of them
+// before it writes its output line i: that keeps in-place calls correct
+// without any barrier between the reads and the writes.
+#pragma once
+#include "peer_sync.cuh"
+
+namespace gpucoll {
+
+// Where rank `from` writes for rank `owner` in this call.
+__device__ inline uint4 *ll_slot(const PeerArgs &a, int owner, int from)
+{
+    return reinterpret_cast<uint4 *>(a.scratch[owner] + kDataOffset + 2 * a.half_bytes +
+                                     ((a.epoch0 & 1) * kMaxPeers + from) * a.ll_slot_bytes);
+}
+
+__device__ inline size_t ll_lines(size_t bytes) { return (bytes + 7) / 8; }
+__device__ inline size_t ll_first() { return (size_t)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ inline size_t ll_stride() { return (size_t)gridDim.x * blockDim.x; }
+
+// Bytes [8i, 8i+8) of a buffer of `bytes`, zero past its end. Buffers are
+// aligned only to their element (or not at all, for byte moves).
+__device__ inline uint64_t ll_read(const char *buf, size_t bytes, size_t i)
+{
+    const char *p = buf + 8 * i;
+    size_t avail = bytes - 8 * i;
+    uintptr_t at = (uintptr_t)p;
+    if (avail >= 8 && at % 8 == 0) return *reinterpret_cast<const uint64_t *>(p);
+    if (avail >= 8 && at % 4 == 0) {
+        const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
+        return (uint64_t)q[1] << 32 | q[0];
+    }
+    uint64_t v = 0;
+    for (size_t k = 0; k < 8 && k < avail; k++) v |= (uint64_t)(uint8_t)p[k] << (8 * k);
+    return v;
+}
+
+// The inverse: writes only the bytes that lie inside the buffer.
+__device__ inline void ll_write(char *buf, size_t bytes, size_t i, uint64_t v)
+{
+    char *p = buf + 8 * i;
+    size_t avail = bytes - 8 * i;
+    uintptr_t at = (uintptr_t)p;
+    if (avail >= 8 && at % 8 == 0) {
+        *reinterpret_cast<uint64_t *>(p) = v;
+    } else if (avail >= 8 && at % 4 == 0) {
+        uint32_t *q = reinterpret_cast<uint32_t *>(p);
+        q[0] = (uint32_t)v;
+        q[1] = (uint32_t)(v >> 32);
+    } else {
+        for (size_t k = 0; k < 8 && k < avail; k++) p[k] = (char)(v >> (8 * k));
+    }
+}
+
+__device__ inline void ll_send(uint4 *line, uint64_t data, uint32_t flag)
+{
+    gpu_store_line(line, make_uint4((uint32_t)data, flag, (uint32_t)(data >> 32), flag));
+}
+
+// Spins until `line` carries this call's flag, then gives its data. False
+// (and the error flag raised) after a.timeout_ns.
+__device__ inline bool ll_receive(const PeerArgs &a, const uint4 *line, uint64_t *data)
+{
+    const uint32_t flag = (uint32_t)a.epoch0;
+    uint4 v = gpu_load_line(line);
+    if (v.y != flag || v.w != flag) {
+        uint64_t start = gpu_global_timer_ns();
+        do {
+            if (gpu_global_timer_ns() - start > a.timeout_ns) {
+                atomicExch(a.error, 1);
+                return false;
+            }
+            v = gpu_load_line(line);
+        } while (v.y != flag || v.w != flag);
+    }
+    *data = (uint64_t)v.z << 32 | v.x;
+    return true;
+}
+
+// op over ranks 0..n-1 (in rank order, so every rank rounds alike) of the
+// 8 / sizeof(T) elements packed in in[r]. Lanes past the buffer's end are
+// zeros and are never written out.
+template <class T, class Op> __device__ inline uint64_t ll_reduce(const uint64_t *in, int n)
+{
+    using A = Acc<T>;
+    using AT = typename A::type;
+    constexpr int L = 8 / sizeof(T);
+    union Lanes {
+        uint64_t u;
+        T e[L];
+    };
+    Lanes x;
+    x.u = in[0];
+    AT acc[L];
+#pragma unroll
+    for (int k = 0; k < L; k++) acc[k] = A::load(x.e[k]);
+#pragma unroll
+    for (int j = 1; j < kMaxPeers; j++) {
+        if (j >= n) break;
+        x.u = in[j];
+#pragma unroll
+        for (int k = 0; k < L; k++) acc[k] = Op::apply(acc[k], A::load(x.e[k]));
+    }
+#pragma unroll
+    for (int k = 0; k < L; k++) x.e[k] = A::store(acc[k]);
+    return x.u;
+}
+
+// The reduction of line i over all ranks: ours from `own`, the others' from
+// our LL area. False on a timeout.
+template <class T, class Op>
+__device__ inline bool ll_reduce_line(const PeerArgs &a, const char *own, size_t bytes, size_t i, uint64_t *out)
+{
+    uint64_t in[kMaxPeers];
+#pragma unroll
+    for (int j = 0; j < kMaxPeers; j++) {
+        if (j >= a.nranks) break;
+        if (j == a.rank) in[j] = ll_read(own, bytes, i);
+        else if (!ll_receive(a, ll_slot(a, a.rank, j) + i, &in[j])) return false;
+    }
+    *out = ll_reduce<T, Op>(in, a.nranks);
+    return true;
+}
+
+} // namespace gpucoll
