@@ -57,7 +57,7 @@ typedef struct gpucoll_config {
     size_t resident_max_bytes;       /* largest call (bytes moved per rank) a resident kernel serves */
     int resident_blocks;             /* grid of the calls resident kernels serve, the same for every size
                                         so that one kernel serves them all */
-    size_t ll_max_bytes;             /* allreduce, reduce_scatter_block, allgather and bcast of up to this
+    size_t ll_max_bytes;             /* allreduce, reduce, reduce_scatter_block, allgather, alltoall, bcast of up to this
                                         many bytes per rank (a block for the blocked ones) run the
                                         flag-in-data kernels (kernels/ll_lines.cuh); 0: never. At most
                                         GPUCOLL_LL_MAX_BYTES_CAP. Not defaulted when 0. */

@@ -22,6 +22,7 @@ constexpr Entry kTable[] = {
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, true, 0, false, true},
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, true, 0, false, false},
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, true, 0, false, false},
+    {GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, true, 0, false, false},
     {GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, true, 0, false, false},
     {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockDirect, true, 0, true, false},
     {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockLL, true, 0, true, false},
@@ -34,6 +35,7 @@ constexpr Entry kTable[] = {
     {GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, false, 0, false, false},
     {GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, false, 0, false, false},
     {GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, false, 0, false, false},
+    {GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, false, 0, true, false},
     {GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, false, 1, true, false},
 };
 
@@ -88,7 +90,8 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     bool push = direct && direct_push(a.kind, cfg);
     // The flag-in-data kernels serve small messages through scratch; a
     // zero-copy call (direct_min_bytes set below ll_max_bytes) stays zero-copy.
-    bool ll = !direct && a.count * elt <= cfg.ll_max_bytes;
+    // In-place alltoall_ll could overwrite a block before it is sent.
+    bool ll = !direct && a.count * elt <= cfg.ll_max_bytes && (a.kind != GPUCOLL_COLL_ALLTOALL || a.sbuf);
     for (const Entry &e : kTable) {
         if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;
         if (a.kind != GPUCOLL_COLL_ALLREDUCE &&
@@ -167,6 +170,8 @@ const char *algo_name(PeerAlgo algo)
     case PeerAlgo::ReduceScatterBlockLL: return "reduce_scatter_block_ll";
     case PeerAlgo::AllgatherLL: return "allgather_ll";
     case PeerAlgo::BcastLL: return "bcast_ll";
+    case PeerAlgo::ReduceLL: return "reduce_ll";
+    case PeerAlgo::AlltoallLL: return "alltoall_ll";
     }
     return "?";
 }

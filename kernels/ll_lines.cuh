@@ -8,12 +8,13 @@
 //
 // Why the flags cannot be stale: a slot is written only by LL calls, each
 // with its own flag (the host's LL call counter, never 0; the area starts
-// zeroed), and consecutive LL calls use the two parities of the area in
-// turn. A rank writes a slot of parity p only after it has finished the
-// previous LL call, for which it waited on every peer's lines, which those
-// peers wrote after they had finished the LL call before it, the last one
-// that used parity p. (The host's agreement before every call orders them
-// further still.)
+// zeroed and is cleared before the counter wraps), so a line from an earlier
+// call never matches. Why a slot is never overwritten while its owner still
+// reads it: the host's agreement before every call (core/team.cpp) lets no
+// rank launch a call before every rank has finished the previous one. That
+// covers senders that wait for nothing (bcast's root, reduce's non-roots);
+// the two parities, used by consecutive LL calls in turn, keep the protocol
+// sound for the ranks that do wait even without it.
 //
 // One thread handles line i of every buffer it touches, reading all of them
 // before it writes its output line i: that keeps in-place calls correct

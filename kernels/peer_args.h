@@ -58,7 +58,9 @@ enum class PeerAlgo : int {
     AllreduceLL,          // store the input into every peer's area; reduce all ranks' lines
     ReduceScatterBlockLL, // store block p of the input into rank p's area; reduce own block's lines
     AllgatherLL,          // store the input into every peer's area; copy out every rank's lines
-    BcastLL               // the root stores its buffer into every peer's area; the others copy it out
+    BcastLL,              // the root stores its buffer into every peer's area; the others copy it out
+    ReduceLL,             // the others store their input into the root's area; the root reduces the lines
+    AlltoallLL            // store block p of the input into rank p's area; copy out every rank's lines
 };
 
 // The LL area follows the two scratch halves: [parity][from rank] slots of
@@ -123,13 +125,14 @@ constexpr bool moves_bytes(PeerAlgo a)
 {
     return a == PeerAlgo::Allgather || a == PeerAlgo::Bcast || a == PeerAlgo::Alltoall ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllgatherPush ||
-           a == PeerAlgo::BcastPush || a == PeerAlgo::AllgatherLL || a == PeerAlgo::BcastLL;
+           a == PeerAlgo::BcastPush || a == PeerAlgo::AllgatherLL || a == PeerAlgo::BcastLL ||
+           a == PeerAlgo::AlltoallLL;
 }
 
 constexpr bool is_ll(PeerAlgo a)
 {
     return a == PeerAlgo::AllreduceLL || a == PeerAlgo::ReduceScatterBlockLL || a == PeerAlgo::AllgatherLL ||
-           a == PeerAlgo::BcastLL;
+           a == PeerAlgo::BcastLL || a == PeerAlgo::ReduceLL || a == PeerAlgo::AlltoallLL;
 }
 
 // Launches the kernel for `a` on `stream`; returns false for a pair the

@@ -14,6 +14,7 @@
 #include "allreduce_writes.cuh"
 #include "allreduce_twoshot.cuh"
 #include "alltoall.cuh"
+#include "alltoall_ll.cuh"
 #include "bcast.cuh"
 #include "bcast_direct.cuh"
 #include "bcast_ll.cuh"
@@ -21,6 +22,7 @@
 #include "local_reduce.cuh"
 #include "peer_args.h"
 #include "reduce.cuh"
+#include "reduce_ll.cuh"
 #include "reduce_scatter_block.cuh"
 #include "reduce_scatter_block_direct.cuh"
 #include "reduce_scatter_block_ll.cuh"
@@ -43,6 +45,7 @@ template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &
     switch (a.algo) {
     case PeerAlgo::AllreduceLL: allreduce_ll<T, Op>(a); break;
     case PeerAlgo::ReduceScatterBlockLL: reduce_scatter_block_ll<T, Op>(a); break;
+    case PeerAlgo::ReduceLL: reduce_ll<T, Op>(a); break;
     case PeerAlgo::AllreduceOneShot: run_steps<allreduce_oneshot_step<T, Op>>(a); break;
     case PeerAlgo::AllreduceTwoShot: run_steps<allreduce_twoshot_step<T, Op>>(a); break;
     case PeerAlgo::Reduce: run_steps<reduce_step<T, Op>>(a); break;

@@ -122,8 +122,9 @@ static int gpu_register(void)
              allreduce_values, &param_allreduce_algorithm);
     reg_size("oneshot_max_bytes", "Largest allreduce (bytes) that the auto choice runs one-shot",
              OPAL_INFO_LVL_5, &param_oneshot_max_bytes);
-    reg_size("ll_max_bytes", "Allreduce, reduce_scatter_block, allgather and bcast of up to this many bytes per "
-                             "rank (a rank's block for reduce_scatter_block and allgather) run the flag-in-data "
+    reg_size("ll_max_bytes", "Allreduce, reduce, reduce_scatter_block, allgather, alltoall (not in place) and bcast "
+                             "of up to this many bytes per rank (a block for reduce_scatter_block, allgather and "
+                             "alltoall) run the flag-in-data "
                              "kernels: each rank stores its data with a flag per 8 bytes straight into its peers' "
                              "scratch, no barrier (the lowest latency; twice the bytes over the links). 0: never. "
                              "At most 512 KiB; the scratch of every communicator grows by 32 x this. A forced "

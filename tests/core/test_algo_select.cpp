@@ -16,6 +16,8 @@ static gpucoll_coll_args_t args(gpucoll_coll_kind_t kind, size_t count, gpucoll_
     a.dtype = dt;
     a.op = op;
     a.local_ok = 1;
+    static const char input[1] = {0};
+    a.sbuf = input; // not in place
     return a;
 }
 
@@ -164,6 +166,8 @@ int main()
              PeerAlgo::ReduceScatterBlock, true},
             {GPUCOLL_COLL_ALLGATHER, GPUCOLL_OP_NONE, PeerAlgo::AllgatherLL, PeerAlgo::Allgather, true},
             {GPUCOLL_COLL_BCAST, GPUCOLL_OP_NONE, PeerAlgo::BcastLL, PeerAlgo::Bcast, false},
+            {GPUCOLL_COLL_REDUCE, GPUCOLL_OP_PROD, PeerAlgo::ReduceLL, PeerAlgo::Reduce, false},
+            {GPUCOLL_COLL_ALLTOALL, GPUCOLL_OP_NONE, PeerAlgo::AlltoallLL, PeerAlgo::Alltoall, true},
         };
         for (const auto &k : kinds) {
             gpucoll_dtype_t dt = k.op == GPUCOLL_OP_NONE ? GPUCOLL_UINT8 : GPUCOLL_FLOAT32;
@@ -174,11 +178,18 @@ int main()
                 CHECK(make_plan(args(k.kind, 65536 / elt, dt, k.op), 0, n, c, &p) && p.algo == k.ll);
                 CHECK(make_plan(args(k.kind, 65536 / elt + 1, dt, k.op), 0, n, c, &p) && p.algo == k.above);
                 // zero-copy wins where it was asked for (direct_min_bytes below ll_max_bytes)
-                if (k.kind != GPUCOLL_COLL_ALLREDUCE) {
+                if (k.kind != GPUCOLL_COLL_ALLREDUCE && k.kind != GPUCOLL_COLL_REDUCE &&
+                    k.kind != GPUCOLL_COLL_ALLTOALL) {
                     CHECK(make_plan(args(k.kind, 16, dt, k.op), 0, n, c, true, &p) && is_direct(p.algo));
                 }
             }
         }
+        // in-place alltoall stays on the scratch kernel; the others go LL in place too
+        gpucoll_coll_args_t in_place = args(GPUCOLL_COLL_ALLTOALL, 8, GPUCOLL_UINT8, GPUCOLL_OP_NONE);
+        in_place.sbuf = nullptr;
+        CHECK(make_plan(in_place, 0, 4, c, &p) && p.algo == PeerAlgo::Alltoall);
+        in_place.kind = GPUCOLL_COLL_ALLGATHER;
+        CHECK(make_plan(in_place, 0, 4, c, &p) && p.algo == PeerAlgo::AllgatherLL);
         // a bad op still has no plan
         CHECK(!make_plan(args(GPUCOLL_COLL_ALLREDUCE, 4, GPUCOLL_FLOAT32, GPUCOLL_OP_BAND), 0, 4, c, &p));
         // forced allreduce algorithms take precedence

@@ -192,6 +192,44 @@ template <class T, class Op> void check_reduce_scatter(int n, size_t count, size
     }
 }
 
+template <class T, class Op> void check_reduce(int n, size_t count, size_t offset, int root, bool in_place)
+{
+    World w(n);
+    std::vector<std::vector<char>> src(n), dst(n);
+    for (int r = 0; r < n; r++) {
+        src[r].assign(count * sizeof(T) + 16, 0);
+        dst[r].assign(count * sizeof(T) + 16, 0x5a);
+        for (size_t i = 0; i < count; i++) {
+            T v = value<T>(r, i);
+            std::memcpy(src[r].data() + offset + i * sizeof(T), &v, sizeof v);
+        }
+    }
+    for (int call = 0; call < 2; call++) { // both parities
+        run(w, n, ll_lines(count * sizeof(T)), [&](int r) {
+            char *s = src[r].data() + offset;
+            char *d = in_place && r == root ? s : dst[r].data() + offset;
+            reduce_ll<T, Op>(w.args(r, PeerAlgo::ReduceLL, s, d, count, root));
+        });
+        for (int r = 0; r < n; r++) {
+            const char *d = (in_place && r == root ? src[r].data() : dst[r].data()) + offset;
+            bool ok = true;
+            for (size_t i = 0; i < count && ok; i++) {
+                T got;
+                std::memcpy(&got, d + i * sizeof(T), sizeof got);
+                ok = r == root ? same(got, reference<T, Op>(n, i)) : (unsigned char)d[i * sizeof(T)] == 0x5a;
+            }
+            CHECK(ok, "reduce size %zu n %d count %zu off %zu root %d in place %d call %d rank %d", sizeof(T), n,
+                  count, offset, root, in_place, call, r);
+            CHECK(w.error[r] == 0);
+        }
+        if (in_place)
+            for (size_t i = 0; i < count; i++) {
+                T v = value<T>(root, i);
+                std::memcpy(src[root].data() + offset + i * sizeof(T), &v, sizeof v);
+            }
+    }
+}
+
 unsigned char byte_of(int rank, size_t i) { return (unsigned char)(rank * 31 + i * 7 + 1); }
 
 void check_allgather(int n, size_t bytes, size_t offset, bool in_place)
@@ -244,6 +282,33 @@ void check_bcast(int n, size_t bytes, size_t offset, int root)
     }
 }
 
+void check_alltoall(int n, size_t bytes, size_t offset)
+{
+    World w(n);
+    std::vector<std::vector<char>> src(n), dst(n);
+    for (int r = 0; r < n; r++) {
+        src[r].assign(n * bytes + 16, 0);
+        dst[r].assign(n * bytes + 16, 0x5a);
+        for (size_t i = 0; i < n * bytes; i++) src[r][offset + i] = (char)byte_of(r, i);
+    }
+    size_t items = (size_t)(n > 1 ? n - 1 : 1) * ll_lines(bytes);
+    for (int call = 0; call < 2; call++) {
+        run(w, n, items, [&](int r) {
+            alltoall_ll(w.args(r, PeerAlgo::AlltoallLL, src[r].data() + offset, dst[r].data() + offset, bytes, 0));
+        });
+        for (int r = 0; r < n; r++) {
+            const unsigned char *d = reinterpret_cast<const unsigned char *>(dst[r].data() + offset);
+            bool ok = true; // block p of rank r's output is block r of rank p's input
+            for (int p = 0; p < n && ok; p++)
+                for (size_t i = 0; i < bytes && ok; i++) ok = d[p * bytes + i] == byte_of(p, r * bytes + i);
+            CHECK(ok, "alltoall n %d bytes %zu off %zu call %d rank %d", n, bytes, offset, call, r);
+            CHECK(d[n * bytes] == 0x5a, "alltoall wrote past the end");
+            CHECK(w.error[r] == 0);
+        }
+        for (int r = 0; r < n; r++) std::fill(dst[r].begin(), dst[r].end(), (char)0x5a);
+    }
+}
+
 } // namespace
 
 int main()
@@ -261,6 +326,8 @@ int main()
                 check_reduce_scatter<float, OpSum>(n, c, 0, ip);
                 check_reduce_scatter<int32_t, OpMin>(n, c, 4, ip);
                 check_reduce_scatter<uint8_t, OpSum>(n, c, 1, ip);
+                check_reduce<float, OpSum>(n, c, 0, 0, ip);
+                check_reduce<uint16_t, OpMin>(n, c, 2, n - 1, ip);
             }
             for (size_t bytes : {c, c * 4 + 1}) {
                 check_allgather(n, bytes, 0, false);
@@ -269,12 +336,15 @@ int main()
                 check_allgather(n, bytes, 5, true);
                 check_bcast(n, bytes, 0, 0);
                 check_bcast(n, bytes, 1, n - 1);
+                check_alltoall(n, bytes, 0);
+                check_alltoall(n, bytes, 3);
             }
         }
     }
     // The largest call the area takes, on the most ranks.
     check_allreduce<float, OpSum>(kMaxPeers, kLLMax / 4, 0, false);
     check_allgather(kMaxPeers, kLLMax, 0, true);
+    check_alltoall(kMaxPeers, kLLMax, 0);
 
     // A peer that never comes: a bounded wait, the error flag, no hang.
     {
