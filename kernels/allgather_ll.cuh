@@ -16,14 +16,7 @@ __device__ inline void allgather_ll(const PeerArgs &a)
         for (int k = 1; k < a.nranks; k++) ll_send(ll_slot(a, (a.rank + k) % a.nranks, a.rank) + i, v, flag);
         if (own != a.src) ll_write(own, bytes, i, v); // in place it is there already
     }
-    const size_t items = (size_t)(a.nranks - 1) * lines;
-    for (size_t t = ll_first(); t < items; t += ll_stride()) {
-        int from = (a.rank + 1 + (int)(t / lines)) % a.nranks;
-        size_t i = t % lines;
-        uint64_t v;
-        if (!ll_receive(a, ll_slot(a, a.rank, from) + i, &v)) return;
-        ll_write(a.dst + from * bytes, bytes, i, v);
-    }
+    ll_receive_blocks(a, bytes);
 }
 
 } // namespace gpucoll

@@ -19,14 +19,7 @@ __device__ inline void alltoall_ll(const PeerArgs &a)
         }
         ll_write(a.dst + a.rank * bytes, bytes, i, ll_read(a.src + a.rank * bytes, bytes, i));
     }
-    const size_t items = (size_t)(a.nranks - 1) * lines;
-    for (size_t t = ll_first(); t < items; t += ll_stride()) {
-        int from = (a.rank + 1 + (int)(t / lines)) % a.nranks;
-        size_t i = t % lines;
-        uint64_t v;
-        if (!ll_receive(a, ll_slot(a, a.rank, from) + i, &v)) return;
-        ll_write(a.dst + from * bytes, bytes, i, v);
-    }
+    ll_receive_blocks(a, bytes);
 }
 
 } // namespace gpucoll

@@ -94,6 +94,21 @@ __device__ inline bool ll_receive(const PeerArgs &a, const uint4 *line, uint64_t
     return true;
 }
 
+// Copies every peer's lines from this rank's LL area into that peer's block
+// (of `bytes`) of the output, one (peer, line) item per thread: the end of
+// allgather and alltoall. Returns early (error raised) on a timeout.
+__device__ inline void ll_receive_blocks(const PeerArgs &a, size_t bytes)
+{
+    const size_t lines = ll_lines(bytes), items = (size_t)(a.nranks - 1) * lines;
+    for (size_t t = ll_first(); t < items; t += ll_stride()) {
+        int from = (a.rank + 1 + (int)(t / lines)) % a.nranks;
+        size_t i = t % lines;
+        uint64_t v;
+        if (!ll_receive(a, ll_slot(a, a.rank, from) + i, &v)) return;
+        ll_write(a.dst + from * bytes, bytes, i, v);
+    }
+}
+
 // op over ranks 0..n-1 (in rank order, so every rank rounds alike) of the
 // 8 / sizeof(T) elements packed in in[r]. Lanes past the buffer's end are
 // zeros and are never written out.
