@@ -58,8 +58,9 @@ bool direct_push(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
 constexpr size_t kWritesMinBytes = 16u << 20;
 
 // Allreduce: the size picks one-shot (latency) or a two-shot (bandwidth);
-// the parameter can force either. Zero-copy when the buffers are mapped.
-PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, bool direct)
+// the parameter can force either. Zero-copy when the buffers are mapped;
+// flag-in-data (LL) when `ll` says the call may take it (make_plan).
+PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, bool direct, bool ll)
 {
     PeerAlgo zero_copy = !direct_push(GPUCOLL_COLL_ALLREDUCE, cfg)           ? PeerAlgo::AllreduceDirect
                          : nranks >= 3 && bytes >= kWritesMinBytes ? PeerAlgo::AllreduceWrites
@@ -70,7 +71,7 @@ PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, b
     case GPUCOLL_ALLREDUCE_DIRECT: return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
     case GPUCOLL_ALLREDUCE_WRITES: return direct ? PeerAlgo::AllreduceWrites : PeerAlgo::AllreduceTwoShot;
     default:
-        if (bytes <= cfg.ll_max_bytes && !direct) return PeerAlgo::AllreduceLL;
+        if (ll) return PeerAlgo::AllreduceLL;
         if (bytes <= cfg.oneshot_max_bytes) return PeerAlgo::AllreduceOneShot;
         return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
     }
@@ -85,13 +86,13 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     if (nranks < 1 || nranks > kMaxPeers || a.count == 0) return false;
     size_t elt = gpucoll_dtype_size(a.dtype);
     if (elt == 0) return false;
-    PeerAlgo want =
-        a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, nranks, cfg, direct) : PeerAlgo::Bcast;
-    bool push = direct && direct_push(a.kind, cfg);
     // The flag-in-data kernels serve small messages through scratch; a
     // zero-copy call (direct_min_bytes set below ll_max_bytes) stays zero-copy.
     // In-place alltoall_ll could overwrite a block before it is sent.
     bool ll = !direct && a.count * elt <= cfg.ll_max_bytes && (a.kind != GPUCOLL_COLL_ALLTOALL || a.sbuf);
+    PeerAlgo want =
+        a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, nranks, cfg, direct, ll) : PeerAlgo::Bcast;
+    bool push = direct && direct_push(a.kind, cfg);
     for (const Entry &e : kTable) {
         if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;
         if (a.kind != GPUCOLL_COLL_ALLREDUCE &&

@@ -107,6 +107,9 @@ struct gpucoll_team {
 
 namespace {
 
+// The LL area of this rank's scratch, after the two halves (kernels/ll_lines.cuh).
+char *ll_area(const gpucoll_team *t) { return t->scratch[t->rank] + kDataOffset + 2 * t->half_bytes; }
+
 // This rank's half of GPU setup: scratch, its IPC handle, a stream.
 gpucoll_status_t setup_local(gpucoll_team *t, int device)
 {
@@ -118,11 +121,11 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     // The LL area after the halves, zeroed: no line may carry a flag yet.
     size_t ll_max = config().ll_max_bytes;
     t->ll_slot_bytes = ll_max ? ll_slot_bytes_for(ll_max) : 0;
-    size_t ll_area = ll_max ? ll_area_bytes(ll_max) : 0;
-    gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes + ll_area);
+    size_t ll_bytes = ll_max ? ll_area_bytes(ll_max) : 0;
+    gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes + ll_bytes);
     if (e != gpuSuccess) return gpu_error("allocating peer scratch", e);
     if ((e = gpuMemset(t->scratch[t->rank], 0, kFlagsBytes)) != gpuSuccess) return gpu_error("clearing flags", e);
-    if (ll_area && (e = gpuMemset(t->scratch[t->rank] + kDataOffset + 2 * t->half_bytes, 0, ll_area)) != gpuSuccess)
+    if (ll_bytes && (e = gpuMemset(ll_area(t), 0, ll_bytes)) != gpuSuccess)
         return gpu_error("clearing the LL area", e);
     if ((e = gpuIpcGetMemHandle(&me.handle, t->scratch[t->rank])) != gpuSuccess)
         return gpu_error("exporting scratch (cudaIpcGetMemHandle)", e);
@@ -500,11 +503,10 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         // A stale line from 2^32 calls ago would carry a current flag. Every
         // line written into this rank's area this call has been read by its
         // kernel, and no peer writes again before the next agreement, so the
-        // area can be cleared here; every rank wraps at the same call.
-        t->resident.retire();
-        char *area = t->scratch[t->rank] + kDataOffset + 2 * t->half_bytes;
-        if ((e = gpuMemset(area, 0, ll_area_bytes(cfg.ll_max_bytes))) != gpuSuccess ||
-            (e = gpuDeviceSynchronize()) != gpuSuccess)
+        // area can be cleared here; every rank wraps at the same call. (An
+        // idle resident kernel does not touch the area between calls.)
+        if ((e = gpuMemsetAsync(ll_area(t), 0, ll_area_bytes(cfg.ll_max_bytes), t->stream)) != gpuSuccess ||
+            (e = gpuStreamSynchronize(t->stream)) != gpuSuccess)
             return gpu_error("clearing the LL area", e);
         t->ll_flag = 0;
     }

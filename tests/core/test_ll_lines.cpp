@@ -118,6 +118,15 @@ template <class T, class Op> T reference(int n, size_t i, int block_of = 0, size
     return A::store(acc);
 }
 
+// Rank r's input: `elems` values at `offset` into a buffer with 16 spare bytes.
+template <class T> void fill_input(std::vector<char> &buf, int r, size_t elems, size_t offset)
+{
+    for (size_t i = 0; i < elems; i++) {
+        T v = value<T>(r, i);
+        std::memcpy(buf.data() + offset + i * sizeof(T), &v, sizeof v);
+    }
+}
+
 template <class T, class Op> void check_allreduce(int n, size_t count, size_t offset, bool in_place)
 {
     World w(n);
@@ -125,10 +134,7 @@ template <class T, class Op> void check_allreduce(int n, size_t count, size_t of
     for (int r = 0; r < n; r++) {
         src[r].assign(count * sizeof(T) + 16, 0);
         dst[r].assign(count * sizeof(T) + 16, 0x5a);
-        for (size_t i = 0; i < count; i++) {
-            T v = value<T>(r, i);
-            std::memcpy(src[r].data() + offset + i * sizeof(T), &v, sizeof v);
-        }
+        fill_input<T>(src[r], r, count, offset);
     }
     for (int call = 0; call < 3; call++) { // both parities, then the first again
         run(w, n, ll_lines(count * sizeof(T)), [&](int r) {
@@ -150,13 +156,8 @@ template <class T, class Op> void check_allreduce(int n, size_t count, size_t of
             if (!in_place) CHECK((unsigned char)dst[r][offset + count * sizeof(T)] == 0x5a, "allreduce wrote past the end");
             CHECK(w.error[r] == 0);
         }
-        if (in_place) { // the next call reduces the inputs again
-            for (int r = 0; r < n; r++)
-                for (size_t i = 0; i < count; i++) {
-                    T v = value<T>(r, i);
-                    std::memcpy(src[r].data() + offset + i * sizeof(T), &v, sizeof v);
-                }
-        }
+        if (in_place) // the next call reduces the inputs again
+            for (int r = 0; r < n; r++) fill_input<T>(src[r], r, count, offset);
     }
 }
 
@@ -167,10 +168,7 @@ template <class T, class Op> void check_reduce_scatter(int n, size_t count, size
     for (int r = 0; r < n; r++) {
         src[r].assign(n * count * sizeof(T) + 16, 0);
         dst[r].assign(count * sizeof(T) + 16, 0x5a);
-        for (size_t i = 0; i < n * count; i++) {
-            T v = value<T>(r, i);
-            std::memcpy(src[r].data() + offset + i * sizeof(T), &v, sizeof v);
-        }
+        fill_input<T>(src[r], r, n * count, offset);
     }
     run(w, n, ll_lines(count * sizeof(T)), [&](int r) {
         char *s = src[r].data() + offset;
@@ -199,10 +197,7 @@ template <class T, class Op> void check_reduce(int n, size_t count, size_t offse
     for (int r = 0; r < n; r++) {
         src[r].assign(count * sizeof(T) + 16, 0);
         dst[r].assign(count * sizeof(T) + 16, 0x5a);
-        for (size_t i = 0; i < count; i++) {
-            T v = value<T>(r, i);
-            std::memcpy(src[r].data() + offset + i * sizeof(T), &v, sizeof v);
-        }
+        fill_input<T>(src[r], r, count, offset);
     }
     for (int call = 0; call < 2; call++) { // both parities
         run(w, n, ll_lines(count * sizeof(T)), [&](int r) {
@@ -222,11 +217,7 @@ template <class T, class Op> void check_reduce(int n, size_t count, size_t offse
                   count, offset, root, in_place, call, r);
             CHECK(w.error[r] == 0);
         }
-        if (in_place)
-            for (size_t i = 0; i < count; i++) {
-                T v = value<T>(root, i);
-                std::memcpy(src[root].data() + offset + i * sizeof(T), &v, sizeof v);
-            }
+        if (in_place) fill_input<T>(src[root], root, count, offset);
     }
 }
 
@@ -350,15 +341,13 @@ int main()
     {
         World w(2);
         std::vector<float> s(64, 1.0f), d(64, 0.0f);
-        auto t0 = std::chrono::steady_clock::now();
         run(w, 1, 64, [&](int r) {
             PeerArgs a = w.args(r, PeerAlgo::AllreduceLL, s.data(), d.data(), 64, 0);
             a.timeout_ns = 20 * 1000 * 1000; // 20 ms
             allreduce_ll<float, OpSum>(a);
         });
-        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        // Returning at all shows the wait is bounded (ctest's timeout catches a hang).
         CHECK(w.error[0] == 1, "a missing peer did not raise the error flag");
-        CHECK(secs < 30.0, "the wait was not bounded");
     }
     std::printf("ll_lines: %d failed\n", failures);
     return failures ? 1 : 0;
