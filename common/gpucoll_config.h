@@ -51,6 +51,8 @@ typedef struct gpucoll_config {
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
     gpucoll_direct_style_t direct_style; /* loads or stores for allreduce, allgather and bcast zero-copy */
     int ipc_cache_entries;           /* peer buffers kept mapped per communicator (LRU) */
+    int shared_gpu;                  /* nonzero: ranks on the same GPU may form a team (their kernels wait
+                                        on each other: concurrent under MPS, taking turns without it) */
     int resident_us;                 /* a kernel stays on the GPU this long after a call through scratch
                                         of up to resident_max_bytes, serving the next such calls without a
                                         launch (kernels/resident.cuh); 0: a launch for every call */

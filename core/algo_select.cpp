@@ -24,7 +24,7 @@ constexpr Entry kTable[] = {
     {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, true, 0, false, false},
     {GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, true, 0, false, false},
     {GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, true, 0, false, false},
-    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockDirect, true, 0, true, false},
+    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, true, 0, true, false},
     {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockLL, true, 0, true, false},
     {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, true, 1, true, false},
     {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, false, 0, true, true},
@@ -37,16 +37,21 @@ constexpr Entry kTable[] = {
     {GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, false, 0, false, false},
     {GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, false, 0, true, false},
     {GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, false, 1, true, false},
+    // The vector kinds run zero-copy or not at all (the caller stages them).
+    {GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, false, 0, false, true},
+    {GPUCOLL_COLL_REDUCE_SCATTER, PeerAlgo::ReduceScatterDirect, true, 0, false, false},
+    {GPUCOLL_COLL_ALLTOALLV, PeerAlgo::VectorPush, false, 0, false, true},
 };
 
 // Whether zero-copy `kind` runs by stores (push) or loads (pull).
 // Auto pushes: on 4 x H200 at 256 MiB, push against pull, allgather 592 vs
 // 676 us, bcast 818 vs 1322 us, allreduce see kWritesMinBytes
-// (docs/performance.md). Reduce_scatter_block has only a pull kernel: a
-// reduction reads all inputs.
+// (docs/performance.md). Reduce_scatter(_block) has only a pull kernel (a
+// reduction reads all inputs), Allgatherv and Alltoallv only a push kernel.
 bool direct_push(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
 {
-    if (kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK) return false;
+    if (kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK || kind == GPUCOLL_COLL_REDUCE_SCATTER) return false;
+    if (kind == GPUCOLL_COLL_ALLGATHERV || kind == GPUCOLL_COLL_ALLTOALLV) return true;
     return cfg.direct_style != GPUCOLL_DIRECT_PULL;
 }
 
@@ -148,6 +153,25 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
     return (int)(want < cap ? want : cap);
 }
 
+Piece vector_piece(const gpucoll_coll_args_t &a, int rank, int p, size_t elt, size_t peer_rdispl)
+{
+    if (a.kind == GPUCOLL_COLL_ALLGATHERV) // our block, to the same place in everyone's output
+        return Piece{0, a.displs[rank] * elt, a.counts[rank] * elt};
+    return Piece{a.displs[p] * elt, peer_rdispl * elt, a.counts[p] * elt}; // alltoallv
+}
+
+void reduce_scatter_block_of(const gpucoll_coll_args_t &a, int rank, size_t *offset, size_t *count)
+{
+    if (a.kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK) {
+        *offset = (size_t)rank * a.count;
+        *count = a.count;
+        return;
+    }
+    *offset = 0;
+    for (int r = 0; r < rank; r++) *offset += a.counts[r];
+    *count = a.counts[rank];
+}
+
 const char *algo_name(PeerAlgo algo)
 {
     switch (algo) {
@@ -160,7 +184,7 @@ const char *algo_name(PeerAlgo algo)
     case PeerAlgo::Alltoall: return "alltoall";
     case PeerAlgo::LocalReduce: return "local_reduce";
     case PeerAlgo::AllreduceDirect: return "allreduce_direct";
-    case PeerAlgo::ReduceScatterBlockDirect: return "reduce_scatter_block_direct";
+    case PeerAlgo::ReduceScatterDirect: return "reduce_scatter_direct";
     case PeerAlgo::AllgatherDirect: return "allgather_direct";
     case PeerAlgo::BcastDirect: return "bcast_direct";
     case PeerAlgo::AllreducePush: return "allreduce_push";
@@ -173,6 +197,7 @@ const char *algo_name(PeerAlgo algo)
     case PeerAlgo::BcastLL: return "bcast_ll";
     case PeerAlgo::ReduceLL: return "reduce_ll";
     case PeerAlgo::AlltoallLL: return "alltoall_ll";
+    case PeerAlgo::VectorPush: return "vector_push";
     }
     return "?";
 }

@@ -40,4 +40,15 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
 
 const char *algo_name(PeerAlgo algo);
 
+// Where the zero-copy kernels of the vector kinds move data (bytes).
+// Allgatherv/Alltoallv: the piece of `rank`'s input that goes to rank p,
+// and where it lands in p's output; `peer_rdispl` is alltoallv's rdispls[rank]
+// of rank p (in elements), which only p knows and publishes.
+struct Piece {
+    size_t src_off, dst_off, bytes;
+};
+Piece vector_piece(const gpucoll_coll_args_t &a, int rank, int p, size_t elt, size_t peer_rdispl);
+// Reduce_scatter(_block): `rank`'s block of every input, in elements.
+void reduce_scatter_block_of(const gpucoll_coll_args_t &a, int rank, size_t *offset, size_t *count);
+
 } // namespace gpucoll

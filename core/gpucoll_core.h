@@ -76,8 +76,16 @@ typedef enum gpucoll_coll_kind {
     GPUCOLL_COLL_ALLGATHER,
     GPUCOLL_COLL_REDUCE_SCATTER_BLOCK,
     GPUCOLL_COLL_ALLTOALL,
+    /* The vector kinds: zero-copy only (every rank's buffers mapped by the
+     * others); where that cannot be, the caller stages. */
+    GPUCOLL_COLL_ALLGATHERV,
+    GPUCOLL_COLL_REDUCE_SCATTER,
+    GPUCOLL_COLL_ALLTOALLV,
     GPUCOLL_COLL_KIND_COUNT
 } gpucoll_coll_kind_t;
+
+/* The most ranks a team has (config.max_peers is capped by it). */
+#define GPUCOLL_TEAM_MAX_RANKS 8
 
 /* One collective call, in elements of `dtype` (for data movement only
  * collectives the glue passes bytes as GPUCOLL_UINT8). `count` is what the
@@ -91,6 +99,16 @@ typedef struct gpucoll_coll_args {
     gpucoll_op_t op; /* GPUCOLL_OP_NONE for data movement */
     int root;
     int local_ok; /* 0 if this rank's buffers cannot take the peer path */
+    /* Vector kinds, one entry per rank, in elements of `dtype` (bytes for
+     * GPUCOLL_UINT8), NULL otherwise:
+     *   ALLGATHERV: counts/displs = recvcounts/displs (equal on every rank);
+     *     `count` = the sum of counts; in place, our block is in rbuf at displs[rank].
+     *   REDUCE_SCATTER: counts = recvcounts (equal on every rank), the blocks
+     *     follow each other in the input; `count` = their sum. Not in place.
+     *   ALLTOALLV: counts/displs = sendcounts/sdispls, rcounts/rdispls =
+     *     recvcounts/rdispls (this rank's own); `count` = what this rank sends
+     *     and receives together. Not in place. */
+    const size_t *counts, *displs, *rcounts, *rdispls;
 } gpucoll_coll_args_t;
 
 /* Runs one collective over peer memory, or agrees with the peers not to.

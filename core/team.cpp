@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -41,7 +42,13 @@ struct alignas(128) ShmRank {
     char bus_id[32];
     gpuIpcMemHandle_t handle;
     std::atomic<uint32_t> departed;   // at team destruction
+    // Alltoallv, published with the post: where rank p's piece lands in this
+    // rank's output (its rdispls, elements), and how many bytes this rank
+    // moves (the grid).
+    uint64_t vrdispl[kMaxPeers];
+    uint64_t vbytes;
 };
+static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
 
 struct ShmBlock {
     ShmRank ranks[kMaxPeers];
@@ -56,11 +63,26 @@ bool post_ok(uint64_t p) { return (p >> 15) & 1; }
 bool post_direct(uint64_t p) { return (p >> 14) & 1; }
 uint32_t post_hash(uint64_t p) { return p & 0x3fff; }
 
-uint32_t args_hash(const gpucoll_coll_args_t &a)
+bool is_vector_kind(gpucoll_coll_kind_t k)
+{
+    return k == GPUCOLL_COLL_ALLGATHERV || k == GPUCOLL_COLL_REDUCE_SCATTER || k == GPUCOLL_COLL_ALLTOALLV;
+}
+
+// What every rank's call must have in common. Alltoallv's counts are each
+// rank's own, so only its kind and type take part.
+uint32_t args_hash(const gpucoll_coll_args_t &a, int nranks)
 {
     uint64_t h = 1469598103934665603ull;
-    for (uint64_t v : {(uint64_t)a.kind, (uint64_t)a.count, (uint64_t)a.dtype, (uint64_t)a.op, (uint64_t)a.root})
-        h = (h ^ v) * 1099511628211ull;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    bool own_counts = a.kind == GPUCOLL_COLL_ALLTOALLV;
+    for (uint64_t v : {(uint64_t)a.kind, own_counts ? 0 : (uint64_t)a.count, (uint64_t)a.dtype, (uint64_t)a.op,
+                       (uint64_t)a.root})
+        mix(v);
+    if (!own_counts)
+        for (int r = 0; r < nranks; r++) {
+            if (a.counts) mix(a.counts[r]);
+            if (a.displs) mix(a.displs[r]);
+        }
     return (uint32_t)(h ^ (h >> 32)) & 0x3fff; // what a post word holds
 }
 
@@ -148,16 +170,19 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     return GPUCOLL_SUCCESS;
 }
 
-// Maps every peer's scratch. Fails if two ranks share a GPU (their kernels
-// would have to run at once on one device) or a peer is not reachable.
+// Maps every peer's scratch. Fails if a peer is not reachable, or if two
+// ranks share a GPU and config.shared_gpu is off: their kernels wait on each
+// other, which needs them on the GPU at the same time (MPS), or costs a time
+// slice of the GPU's scheduler per wait without it.
 gpucoll_status_t setup_peers(gpucoll_team *t)
 {
     DeviceGuard g(t->device);
     for (int r = 0; r < t->size; r++) {
         if (r == t->rank) continue;
         ShmRank &peer = t->shm->ranks[r];
-        if (strncmp(peer.bus_id, t->shm->ranks[t->rank].bus_id, sizeof peer.bus_id) == 0)
-            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "ranks %d and %d share GPU %s", t->rank, r, peer.bus_id);
+        if (!config().shared_gpu && strncmp(peer.bus_id, t->shm->ranks[t->rank].bus_id, sizeof peer.bus_id) == 0)
+            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "ranks %d and %d share GPU %s (shared_gpu is off)", t->rank,
+                                r, peer.bus_id);
         gpuError_t e = gpuIpcOpenMemHandle((void **)&t->scratch[r], peer.handle, gpuIpcMemLazyEnablePeerAccess);
         if (e != gpuSuccess) {
             t->scratch[r] = nullptr;
@@ -324,6 +349,43 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, uint
     return GPUCOLL_SUCCESS;
 }
 
+// Points the zero-copy kernels that move pieces at them (peer_args.h):
+// Reduce_scatter(_block) at this rank's block of every input, Allgatherv and
+// Alltoallv at each peer's piece of our input and its place in the peer's output.
+void place_pieces(const gpucoll_team *t, const gpucoll_coll_args_t &a, size_t elt, PeerArgs *k)
+{
+    const int me = t->rank;
+    if (k->algo == PeerAlgo::ReduceScatterDirect) {
+        size_t off;
+        reduce_scatter_block_of(a, me, &off, &k->count);
+        bool aligned = (uintptr_t)k->dst % 16 == 0;
+        for (int r = 0; r < t->size; r++) {
+            k->peer_src[r] += off * elt;
+            aligned &= (uintptr_t)k->peer_src[r] % 16 == 0; // a mapping keeps the owner's alignment
+        }
+        k->vector_ok = aligned;
+        return;
+    }
+    for (int p = 0; p < t->size; p++) {
+        size_t rdispl = a.kind == GPUCOLL_COLL_ALLTOALLV ? t->shm->ranks[p].vrdispl[me] : 0;
+        Piece piece = vector_piece(a, me, p, elt, rdispl);
+        k->peer_src[p] = k->src + piece.src_off;
+        k->peer_dst[p] += piece.dst_off;
+        k->vbytes[p] = piece.bytes;
+    }
+}
+
+// The size the grid of a vector kind is cut for, equal on every rank (the
+// barriers pair block b with block b): alltoallv takes the largest of what
+// the ranks published, the others their common total.
+size_t vector_grid_elems(const gpucoll_team *t, const gpucoll_coll_args_t &a)
+{
+    if (a.kind != GPUCOLL_COLL_ALLTOALLV) return a.count;
+    uint64_t most = 0;
+    for (int r = 0; r < t->size; r++) most = std::max(most, t->shm->ranks[r].vbytes);
+    return most / gpucoll_dtype_size(a.dtype);
+}
+
 // Whether this call may run zero-copy from this rank's side: a kind with a
 // direct kernel, large enough, buffers that can be exported and are aligned
 // for 16-byte accesses (the peers access them with our layout).
@@ -358,11 +420,16 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     bool ok = a.local_ok && t->gpu != gpucoll_team::GpuFailed;
     bool direct = false;
     size_t elt = gpucoll_dtype_size(a.dtype);
+    const bool vector = is_vector_kind(a.kind);
+    // Reduce_scatter and alltoallv in place would overwrite what peers still read.
+    if (vector && !a.sbuf && a.kind != GPUCOLL_COLL_ALLGATHERV) ok = false;
     gpu_port_ptr_info_t ri{}, si{};
-    // What the kernel reads as this rank's input (in-place allgather: our block of the output).
-    const void *src_ptr = a.sbuf ? a.sbuf
-                                 : (a.kind == GPUCOLL_COLL_ALLGATHER ? static_cast<char *>(a.rbuf) + t->rank * a.count * elt
-                                                                     : a.rbuf);
+    // What the kernel reads as this rank's input (in-place allgather(v): our block of the output).
+    char *const rbuf = static_cast<char *>(a.rbuf);
+    const char *src_ptr = a.sbuf                                 ? static_cast<const char *>(a.sbuf)
+                          : a.kind == GPUCOLL_COLL_ALLGATHER  ? rbuf + t->rank * a.count * elt
+                          : a.kind == GPUCOLL_COLL_ALLGATHERV ? rbuf + a.displs[t->rank] * elt
+                                                              : rbuf;
     if (ok) {
         gpu_port_query_kind(a.rbuf, &ri);
         gpu_port_query_kind(src_ptr, &si);
@@ -372,10 +439,23 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         if (t->gpu == gpucoll_team::GpuReady && device != t->device) ok = false;
     }
     Plan plan{};
-    if (ok) ok = make_plan(a, t->rank, t->size, cfg, false, &plan);
+    if (ok) ok = make_plan(a, t->rank, t->size, cfg, vector, &plan);
+    if (ok && vector) {
+        // No scratch kernel serves the vector kinds: mapped buffers (the
+        // team's GPU is set up after the agreement if need be), or staged.
+        ShmRank &me = t->shm->ranks[t->rank];
+        gpu_port_query_pointer(src_ptr, &si);
+        gpu_port_query_pointer(a.rbuf, &ri);
+        IpcCache &ipc = process_ipc_cache();
+        ok = direct = ipc.describe(src_ptr, si, &me.src_desc) && ipc.describe(a.rbuf, ri, &me.dst_desc);
+        if (ok && a.kind == GPUCOLL_COLL_ALLTOALLV) {
+            for (int p = 0; p < t->size; p++) me.vrdispl[p] = a.rdispls[p];
+            me.vbytes = a.count * elt;
+        }
+    }
     // Zero-copy needs the scratch (for its flags) to exist already: the
     // first call of a team always goes through scratch.
-    if (ok && t->gpu == gpucoll_team::GpuReady && direct_candidate(a, cfg, elt, t->size) &&
+    if (ok && !vector && t->gpu == gpucoll_team::GpuReady && direct_candidate(a, cfg, elt, t->size) &&
         (uintptr_t)src_ptr % 16 == 0 && (uintptr_t)a.rbuf % 16 == 0) {
         ShmRank &me = t->shm->ranks[t->rank];
         gpu_port_query_pointer(src_ptr, &si); // base and buffer id too
@@ -385,7 +465,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
 
     const auto t_verdict = Clock::now();
     bool all_ok, all_direct;
-    gpucoll_status_t st = agree(t, seq, ok, direct, args_hash(a), &all_ok, &all_direct);
+    gpucoll_status_t st = agree(t, seq, ok, direct, args_hash(a, t->size), &all_ok, &all_direct);
     if (st != GPUCOLL_SUCCESS) return st;
     if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
 
@@ -422,6 +502,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
             all_direct &= (m & 1) != 0;
         }
     }
+    if (vector && !all_direct) return GPUCOLL_ERR_UNSUPPORTED; // every rank saw it: all stage
     if (all_direct && !make_plan(a, t->rank, t->size, cfg, true, &plan))
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no zero-copy plan for collective %d", (int)a.kind);
 
@@ -435,8 +516,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     k.nranks = t->size;
     k.root = a.root;
     k.dst = static_cast<char *>(a.rbuf);
-    k.src = a.sbuf ? static_cast<const char *>(a.sbuf)
-                   : (a.kind == GPUCOLL_COLL_ALLGATHER ? k.dst + t->rank * a.count * elt : k.dst);
+    k.src = src_ptr;
     k.count = a.count;
     k.chunk = plan.chunk;
     k.half_bytes = t->half_bytes;
@@ -461,6 +541,10 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         for (int r = 0; r < t->size; r++) {
             k.peer_src[r] = r == t->rank ? k.src : peer_src[r];
             k.peer_dst[r] = r == t->rank ? k.dst : const_cast<char *>(peer_dst_c[r]);
+        }
+        if (plan.algo == PeerAlgo::ReduceScatterDirect || plan.algo == PeerAlgo::VectorPush) {
+            place_pieces(t, a, elt, &k);
+            if (vector) plan.chunk = vector_grid_elems(t, a);
         }
     }
     int blocks = blocks_for(plan, elt, cfg, t->size);

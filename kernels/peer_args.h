@@ -42,7 +42,7 @@ enum class PeerAlgo : int {
     // Zero-copy: peers' user buffers are mapped (CUDA IPC), no scratch, no chunks.
     AllreduceDirect,      // barrier, rounds of: reduce a piece of own slice from peers' inputs, gather the
                           // previous piece of the other slices; barrier
-    ReduceScatterBlockDirect, // barrier, reduce own block from peers' inputs, barrier
+    ReduceScatterDirect,  // barrier, reduce own block from peers' inputs, barrier (blocks of any size)
     AllgatherDirect,      // barrier, read every peer's input, barrier
     BcastDirect,          // barrier, rounds of: read a piece of own slice from the root, read the previous
                           // piece of the other slices from their receivers; barrier
@@ -52,6 +52,7 @@ enum class PeerAlgo : int {
                           // reduce the previous piece of own slice into every rank's output; barrier
     AllgatherPush,        // barrier, write own input into every peer's output; barrier
     BcastPush,            // barrier, read own slice from the root into every receiver's buffer; barrier
+    VectorPush,           // Allgatherv, Alltoallv: barrier, write each peer's piece into its output; barrier
     // Flag-in-data lines through the LL area of scratch (kernels/ll_lines.cuh): every rank stores what a
     // peer needs into that peer's area, 8 bytes of data and a flag per 16-byte line; readers spin on
     // their own memory. No barrier and no fence: the latency path for small messages.
@@ -97,8 +98,12 @@ struct alignas(16) PeerArgs {
     int *error;               // host-mapped: set non-zero on timeout
     int vector_ok;            // src, dst and strides allow 16-byte accesses
     // Direct algorithms: every rank's input and output, mapped here (ours too).
+    // ReduceScatterDirect: peer_src[j] points at this rank's block of j's input.
+    // VectorPush: peer_src[p] is the piece of this rank's input that goes to
+    // rank p, peer_dst[p] where it goes in p's output, vbytes[p] its size.
     const char *peer_src[kMaxPeers];
     char *peer_dst[kMaxPeers];
+    uint64_t vbytes[kMaxPeers];
     Residency resident;
 };
 static_assert(sizeof(PeerArgs) % 16 == 0, "resident kernels copy a command in 16-byte words");
@@ -115,9 +120,10 @@ constexpr uint64_t doorbell_word(uint32_t gen, uint64_t seq) { return (uint64_t)
 
 constexpr bool is_direct(PeerAlgo a)
 {
-    return a == PeerAlgo::AllreduceDirect || a == PeerAlgo::ReduceScatterBlockDirect ||
+    return a == PeerAlgo::AllreduceDirect || a == PeerAlgo::ReduceScatterDirect ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllreducePush ||
-           a == PeerAlgo::AllreduceWrites || a == PeerAlgo::AllgatherPush || a == PeerAlgo::BcastPush;
+           a == PeerAlgo::AllreduceWrites || a == PeerAlgo::AllgatherPush || a == PeerAlgo::BcastPush ||
+           a == PeerAlgo::VectorPush;
 }
 
 // Whether the kernel moves bytes (no datatype, no op) rather than reducing.
@@ -126,7 +132,7 @@ constexpr bool moves_bytes(PeerAlgo a)
     return a == PeerAlgo::Allgather || a == PeerAlgo::Bcast || a == PeerAlgo::Alltoall ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllgatherPush ||
            a == PeerAlgo::BcastPush || a == PeerAlgo::AllgatherLL || a == PeerAlgo::BcastLL ||
-           a == PeerAlgo::AlltoallLL;
+           a == PeerAlgo::AlltoallLL || a == PeerAlgo::VectorPush;
 }
 
 constexpr bool is_ll(PeerAlgo a)

@@ -23,6 +23,7 @@ __device__ void run_move(const PeerArgs &a)
     case PeerAlgo::BcastDirect: bcast_direct(a); break;
     case PeerAlgo::AllgatherPush: allgather_push(a); break;
     case PeerAlgo::BcastPush: bcast_push(a); break;
+    case PeerAlgo::VectorPush: vector_push(a); break;
     default: run_scratch_move(a); break;
     }
 }
@@ -35,10 +36,10 @@ namespace {
 KernelPair reduce_kernel_for(gpucoll_dtype_t dtype, gpucoll_op_t op)
 {
     switch (dtype) {
-    case GPUCOLL_INT8: case GPUCOLL_UINT8: case GPUCOLL_INT16: case GPUCOLL_UINT16:
-        return reduce_kernel_small_int(dtype, op);
-    case GPUCOLL_INT32: case GPUCOLL_UINT32: case GPUCOLL_INT64: case GPUCOLL_UINT64:
-        return reduce_kernel_large_int(dtype, op);
+    case GPUCOLL_INT8: case GPUCOLL_UINT8: return reduce_kernel_int8(dtype, op);
+    case GPUCOLL_INT16: case GPUCOLL_UINT16: return reduce_kernel_int16(dtype, op);
+    case GPUCOLL_INT32: case GPUCOLL_UINT32: return reduce_kernel_int32(dtype, op);
+    case GPUCOLL_INT64: case GPUCOLL_UINT64: return reduce_kernel_int64(dtype, op);
     case GPUCOLL_FLOAT16: case GPUCOLL_BFLOAT16: return reduce_kernel_half(dtype, op);
     case GPUCOLL_FLOAT32: case GPUCOLL_FLOAT64: return reduce_kernel_float(dtype, op);
     default: return {};

@@ -24,9 +24,10 @@
 #include "reduce.cuh"
 #include "reduce_ll.cuh"
 #include "reduce_scatter_block.cuh"
-#include "reduce_scatter_block_direct.cuh"
 #include "reduce_scatter_block_ll.cuh"
+#include "reduce_scatter_direct.cuh"
 #include "resident.cuh"
+#include "vector_push.cuh"
 
 namespace gpucoll {
 
@@ -62,7 +63,7 @@ template <class T, class Op> __device__ void run_reduce(const PeerArgs &a)
     case PeerAlgo::AllreduceDirect: allreduce_direct<T, Op>(a); break;
     case PeerAlgo::AllreducePush: allreduce_push<T, Op>(a); break;
     case PeerAlgo::AllreduceWrites: allreduce_writes<T, Op>(a); break;
-    case PeerAlgo::ReduceScatterBlockDirect: reduce_scatter_block_direct<T, Op>(a); break;
+    case PeerAlgo::ReduceScatterDirect: reduce_scatter_direct<T, Op>(a); break;
     default: run_scratch_reduce<T, Op>(a); break;
     }
 }
@@ -121,8 +122,10 @@ template <class S, class U> KernelPair integer_kernel(gpucoll_op_t op)
 }
 
 // One per peer_kernels_*.cu: the kernels for (dtype, op), or {}.
-KernelPair reduce_kernel_small_int(gpucoll_dtype_t dtype, gpucoll_op_t op);
-KernelPair reduce_kernel_large_int(gpucoll_dtype_t dtype, gpucoll_op_t op);
+KernelPair reduce_kernel_int8(gpucoll_dtype_t dtype, gpucoll_op_t op);
+KernelPair reduce_kernel_int16(gpucoll_dtype_t dtype, gpucoll_op_t op);
+KernelPair reduce_kernel_int32(gpucoll_dtype_t dtype, gpucoll_op_t op);
+KernelPair reduce_kernel_int64(gpucoll_dtype_t dtype, gpucoll_op_t op);
 KernelPair reduce_kernel_half(gpucoll_dtype_t dtype, gpucoll_op_t op);
 KernelPair reduce_kernel_float(gpucoll_dtype_t dtype, gpucoll_op_t op);
 

@@ -119,6 +119,15 @@ bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m);
 bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
                        size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc);
 
+/* The same for Allgatherv, Reduce_scatter and Alltoallv (kinds
+ * GPUCOLL_COLL_ALLGATHERV/REDUCE_SCATTER/ALLTOALLV): counts/displs are the
+ * MPI call's (recvcounts/displs; recvcounts; sendcounts/sdispls), and
+ * rcounts/rdispls alltoallv's receive side (else NULL). They take the peer
+ * path only zero-copy, with a contiguous dtype (or, with op, a mapped one). */
+bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
+                         const int *counts, const int *displs, const int *rcounts, const int *rdispls,
+                         ompi_datatype_t *dtype, ompi_op_t *op, bool device_ok, int *rc);
+
 /* ---- the hierarchical path across nodes (coll_gpu_hier.c) -----------------
  * coll_gpu_hier_wanted: at module enable, local (no communication): whether
  * the communicator spans real or virtual nodes and may get the hierarchical

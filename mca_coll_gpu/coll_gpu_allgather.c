@@ -67,7 +67,13 @@ int mca_coll_gpu_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtyp
                             mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    bool same = sbuf == MPI_IN_PLACE || (sdtype == rdtype && scount == rcounts[ompi_comm_rank(comm)]);
+    int rc;
+    if (coll_gpu_team_try_v(m, GPUCOLL_COLL_ALLGATHERV, sbuf, rbuf, rcounts, displs, NULL, NULL, rdtype, NULL,
+                            rdev && sdev && same, &rc))
+        return rc;
+    if (!rdev && !sdev)
         return m->prev.allgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm,
                                   m->prev.allgatherv_module);
     return allgatherv_staged(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, NULL, m);

@@ -62,7 +62,12 @@ int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdis
                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    int rc;
+    if (coll_gpu_team_try_v(m, GPUCOLL_COLL_ALLTOALLV, sbuf, rbuf, scounts, sdispls, rcounts, rdispls, rdtype, NULL,
+                            rdev && sdev && sdtype == rdtype, &rc))
+        return rc;
+    if (!rdev && !sdev)
         return m->prev.alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
                                  m->prev.alltoallv_module);
     return alltoallv_staged(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, NULL, m);

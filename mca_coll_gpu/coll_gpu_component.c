@@ -43,6 +43,7 @@ static int param_timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
 static size_t param_direct_min_bytes = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES;
 static int param_direct_style = GPUCOLL_DIRECT_AUTO;
 static int param_ipc_cache_entries = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES;
+static bool param_shared_gpu = false;
 static size_t param_block_bytes = 0;
 static size_t param_hier_min_bytes = GPUCOLL_DEFAULT_HIER_MIN_BYTES;
 static int param_resident_us = GPUCOLL_DEFAULT_RESIDENT_US;
@@ -142,6 +143,15 @@ static int gpu_register(void)
     reg_int("ipc_cache_entries", "Peer buffers each rank keeps mapped per communicator (least recently used ones "
                                  "are unmapped first); bounds the memory held for freed peer buffers",
             OPAL_INFO_LVL_6, &param_ipc_cache_entries);
+    (void)mca_base_component_var_register(&c->super.collm_version, "shared_gpu",
+                                          "Let ranks whose buffers are on the same GPU run the peer-to-peer "
+                                          "kernels together (false: their device-buffer collectives are staged). "
+                                          "The kernels of a call wait on each other, so they must share the GPU "
+                                          "at once: turn it on where MPS runs; without MPS the GPU takes turns "
+                                          "between processes and each wait costs a time slice (correct but "
+                                          "slow, useful to test the peer path on one GPU)",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &param_shared_gpu);
     reg_size("scratch_bytes", "Bytes of peer-visible GPU scratch per rank and communicator (larger messages are "
                               "pipelined through it)", OPAL_INFO_LVL_5, &param_scratch_bytes);
     reg_size("staging_cache_bytes", "Pinned host memory kept cached for the staged path", OPAL_INFO_LVL_6,
@@ -214,6 +224,7 @@ static int gpu_open(void)
     cfg->direct_min_bytes = param_direct_min_bytes;
     cfg->direct_style = (gpucoll_direct_style_t)param_direct_style;
     cfg->ipc_cache_entries = param_ipc_cache_entries;
+    cfg->shared_gpu = param_shared_gpu;
     cfg->block_bytes = param_block_bytes;
     cfg->hier_min_bytes = param_hier_min_bytes;
     cfg->resident_us = param_resident_us;

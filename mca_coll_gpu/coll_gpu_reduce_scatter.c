@@ -38,7 +38,12 @@ int mca_coll_gpu_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts
                                 ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    int rc;
+    if (coll_gpu_team_try_v(m, GPUCOLL_COLL_REDUCE_SCATTER, sbuf, rbuf, rcounts, NULL, NULL, NULL, dtype, op,
+                            rdev && sdev, &rc))
+        return rc;
+    if (!rdev && !sdev)
         return m->prev.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, m->prev.reduce_scatter_module);
     int size = ompi_comm_size(comm);
     return reduce_scatter_staged(sbuf, rbuf, sum_counts(rcounts, size), (size_t)rcounts[ompi_comm_rank(comm)],

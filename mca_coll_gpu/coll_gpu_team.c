@@ -19,6 +19,21 @@ static bool elementwise(ompi_datatype_t *dtype, size_t count, gpucoll_dtype_t *o
     return true;
 }
 
+/* Runs `a` on the team: false if every rank stages it instead. */
+static bool run_on_team(mca_coll_gpu_module_t *m, const gpucoll_coll_args_t *a, int *rc)
+{
+    gpucoll_status_t st = gpucoll_team_run(m->team, a);
+    if (st == GPUCOLL_ERR_UNSUPPORTED) return false;
+    if (st != GPUCOLL_SUCCESS) {
+        *rc = coll_gpu_error(st, "peer-to-peer collective");
+        return true;
+    }
+    COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements ran peer-to-peer", m->comm->c_name, (int)a->kind,
+                     a->count);
+    *rc = OMPI_SUCCESS;
+    return true;
+}
+
 bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
                        size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc)
 {
@@ -27,13 +42,61 @@ bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
     gpucoll_coll_args_t a = {kind, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, 0, GPUCOLL_UINT8, GPUCOLL_OP_NONE,
                              root, 0};
     a.local_ok = device_ok && !m->force_staged && elementwise(dtype, count, &a.dtype, &a.count, op, &a.op);
-    gpucoll_status_t st = gpucoll_team_run(m->team, &a);
-    if (st == GPUCOLL_ERR_UNSUPPORTED) return false;
-    if (st != GPUCOLL_SUCCESS) {
-        *rc = coll_gpu_error(st, "peer-to-peer collective");
-        return true;
+    return run_on_team(m, &a, rc);
+}
+
+/* Vector layouts in the units the core takes: bytes for data movement (a
+ * contiguous type whose extent is its size, so that displacements in
+ * extents are plain byte offsets), elements of a mapped type for reductions. */
+static bool vector_units(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_coll_args_t *a, size_t *unit, size_t *stride)
+{
+    if (op != NULL) {
+        a->dtype = coll_gpu_map_dtype(dtype);
+        a->op = a->dtype == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, a->dtype);
+        *unit = *stride = 1;
+        return a->op != GPUCOLL_OP_NONE;
     }
-    COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements ran peer-to-peer", m->comm->c_name, (int)kind, a.count);
-    *rc = OMPI_SUCCESS;
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    if (!ompi_datatype_is_contiguous_memory_layout(dtype, 2) || lb != 0 || (size_t)extent != dtype->super.size)
+        return false;
+    a->dtype = GPUCOLL_UINT8;
+    a->op = GPUCOLL_OP_NONE;
+    *unit = dtype->super.size;
+    *stride = (size_t)extent;
     return true;
+}
+
+bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
+                         const int *counts, const int *displs, const int *rcounts, const int *rdispls,
+                         ompi_datatype_t *dtype, ompi_op_t *op, bool device_ok, int *rc)
+{
+    if (!coll_gpu_team_ensure(m)) return false;
+    int size = ompi_comm_size(m->comm);
+    size_t c[GPUCOLL_TEAM_MAX_RANKS] = {0}, d[GPUCOLL_TEAM_MAX_RANKS] = {0}, rc_[GPUCOLL_TEAM_MAX_RANKS] = {0},
+           rd[GPUCOLL_TEAM_MAX_RANKS] = {0};
+    gpucoll_coll_args_t a = {kind, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, 0, GPUCOLL_UINT8, GPUCOLL_OP_NONE, 0, 0};
+    size_t unit = 1, stride = 1, total = 0;
+    bool ok = size <= GPUCOLL_TEAM_MAX_RANKS && !m->force_staged && vector_units(dtype, op, &a, &unit, &stride);
+    for (int i = 0; ok && i < size; i++) {
+        ok = counts[i] >= 0 && (displs == NULL || displs[i] >= 0) && (rcounts == NULL || rcounts[i] >= 0) &&
+             (rdispls == NULL || rdispls[i] >= 0);
+        if (!ok) break;
+        c[i] = (size_t)counts[i] * unit;
+        d[i] = displs ? (size_t)displs[i] * stride : 0;
+        rc_[i] = rcounts ? (size_t)rcounts[i] * unit : 0;
+        rd[i] = rdispls ? (size_t)rdispls[i] * stride : 0;
+        total += c[i] + rc_[i];
+    }
+    /* Allgatherv and reduce_scatter have the same counts everywhere, so
+     * skipping an empty call is a shared decision; alltoallv's are each
+     * rank's own, and every rank must reach the agreement. */
+    if (ok && total == 0 && kind != GPUCOLL_COLL_ALLTOALLV) return false;
+    a.count = total;
+    a.counts = c;
+    a.displs = displs ? d : NULL;
+    a.rcounts = rcounts ? rc_ : NULL;
+    a.rdispls = rdispls ? rd : NULL;
+    a.local_ok = ok && device_ok;
+    return run_on_team(m, &a, rc);
 }

@@ -63,7 +63,26 @@ int main()
             CHECK(p.algo == (push ? PeerAlgo::BcastPush : PeerAlgo::BcastDirect));
             CHECK(make_plan(args(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, big, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c,
                             true, &p));
-            CHECK(p.algo == PeerAlgo::ReduceScatterBlockDirect);
+            CHECK(p.algo == PeerAlgo::ReduceScatterDirect);
+            // the vector kinds: one zero-copy kernel each whatever the style, none without mapped buffers
+            for (size_t n : {(size_t)1, big}) {
+                CHECK(make_plan(args(GPUCOLL_COLL_ALLGATHERV, n, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 4, c, true, &p));
+                CHECK(p.algo == PeerAlgo::VectorPush && !p.strided);
+                CHECK(make_plan(args(GPUCOLL_COLL_ALLTOALLV, n, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 1, 3, c, true, &p));
+                CHECK(p.algo == PeerAlgo::VectorPush);
+                CHECK(make_plan(args(GPUCOLL_COLL_REDUCE_SCATTER, n, GPUCOLL_FLOAT32, GPUCOLL_OP_MAX), 0, 2, c, true,
+                                &p));
+                CHECK(p.algo == PeerAlgo::ReduceScatterDirect);
+                for (gpucoll_coll_kind_t k :
+                     {GPUCOLL_COLL_ALLGATHERV, GPUCOLL_COLL_ALLTOALLV, GPUCOLL_COLL_REDUCE_SCATTER})
+                    CHECK(!make_plan(args(k, n, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 4, c, false, &p));
+            }
+            // moving bytes takes no op, reducing needs a valid one
+            CHECK(!make_plan(args(GPUCOLL_COLL_ALLGATHERV, 8, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, c, true, &p));
+            CHECK(!make_plan(args(GPUCOLL_COLL_REDUCE_SCATTER, 8, GPUCOLL_FLOAT32, GPUCOLL_OP_BAND), 0, 2, c, true,
+                             &p));
+            CHECK(is_direct(PeerAlgo::VectorPush) && moves_bytes(PeerAlgo::VectorPush) &&
+                  !moves_bytes(PeerAlgo::ReduceScatterDirect));
             // without mapped buffers the style does not matter
             CHECK(make_plan(args(GPUCOLL_COLL_BCAST, big, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 3, c, false, &p));
             CHECK(p.algo == PeerAlgo::Bcast);

@@ -1,10 +1,11 @@
 /* Every collective coll/gpu wraps, against a host reference.
  *
- *   coll_check [--mem host|device|mixed|otherdev] [--quick]
+ *   coll_check [--mem host|device|mixed|otherdev] [--quick] [--one-gpu]
  *
  * host: plain host buffers (proves host behaviour is unchanged);
  * device: cudaMalloc'ed buffers on each rank's GPU; mixed: even ranks device,
  * odd ranks host; otherdev: buffers on a GPU other than the current one.
+ * --one-gpu: every rank on GPU 0 (else rank i of a node takes GPU i % count).
  * Device modes exit 77 (skip) without a GPU. Prints each failure and exits 1. */
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -17,7 +18,7 @@
 
 enum mem_mode { MEM_HOST, MEM_DEVICE, MEM_MIXED, MEM_OTHERDEV };
 static enum mem_mode mode = MEM_HOST;
-static int rank, size, failures, checks, on_device, quick;
+static int rank, size, failures, checks, on_device, quick, one_gpu;
 static int alloc_dev = -1; /* otherdev: buffers live on this GPU, another is current */
 static coll_gpu_ext_t ext;
 
@@ -565,6 +566,8 @@ int main(int argc, char **argv)
                    : !strcmp(m, "otherdev") ? MEM_OTHERDEV : MEM_HOST;
         } else if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--one-gpu")) {
+            one_gpu = 1;
         }
     }
     if (mode != MEM_HOST) {
@@ -579,7 +582,7 @@ int main(int argc, char **argv)
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
         MPI_Comm_rank(node, &local);
         MPI_Comm_free(&node);
-        cudaSetDevice(local % ndev);
+        cudaSetDevice(one_gpu ? 0 : local % ndev);
         on_device = mode != MEM_MIXED || rank % 2 == 0;
         if (mode == MEM_OTHERDEV) alloc_dev = (local + 1) % ndev;
     }
