@@ -29,6 +29,13 @@ function(coll_gpu_add_test)
   add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" SKIP_RETURN_CODE 77
     TIMEOUT ${T_TIMEOUT} ENVIRONMENT "${COLL_GPU_TEST_ENV};${T_ENV}")
+  # One gpu test at a time under ctest -j: where ranks share GPUs their
+  # kernels take turns with every other process's, and with ten or more
+  # processes on one GPU a kernel's wait for its peers once ran past the
+  # 60 s timeout (docs/testing.md).
+  if("gpu" IN_LIST T_LABELS)
+    set_tests_properties(${T_NAME} PROPERTIES RESOURCE_LOCK gpu_devices)
+  endif()
 endfunction()
 
 function(coll_gpu_add_mpi_test)

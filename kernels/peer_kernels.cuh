@@ -121,6 +121,12 @@ template <class S, class U> KernelPair integer_kernel(gpucoll_op_t op)
     return k.launch ? k : int_kernel<U>(op);
 }
 
+// One integer width: the signed type's kernels or the unsigned one's.
+template <class S, class U> KernelPair width_kernel(bool is_signed, gpucoll_op_t op)
+{
+    return is_signed ? integer_kernel<S, U>(op) : integer_kernel<U, U>(op);
+}
+
 // One per peer_kernels_*.cu: the kernels for (dtype, op), or {}.
 KernelPair reduce_kernel_int8(gpucoll_dtype_t dtype, gpucoll_op_t op);
 KernelPair reduce_kernel_int16(gpucoll_dtype_t dtype, gpucoll_op_t op);

@@ -2,13 +2,10 @@
 
 namespace gpucoll {
 
+// INT32 or UINT32 (peer_kernels.cu dispatches by width).
 KernelPair reduce_kernel_int32(gpucoll_dtype_t dtype, gpucoll_op_t op)
 {
-    switch (dtype) {
-    case GPUCOLL_INT32: return integer_kernel<int32_t, uint32_t>(op);
-    case GPUCOLL_UINT32: return integer_kernel<uint32_t, uint32_t>(op);
-    default: return {};
-    }
+    return width_kernel<int32_t, uint32_t>(dtype == GPUCOLL_INT32, op);
 }
 
 } // namespace gpucoll

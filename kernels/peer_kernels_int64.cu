@@ -2,13 +2,10 @@
 
 namespace gpucoll {
 
+// INT64 or UINT64 (peer_kernels.cu dispatches by width).
 KernelPair reduce_kernel_int64(gpucoll_dtype_t dtype, gpucoll_op_t op)
 {
-    switch (dtype) {
-    case GPUCOLL_INT64: return integer_kernel<int64_t, uint64_t>(op);
-    case GPUCOLL_UINT64: return integer_kernel<uint64_t, uint64_t>(op);
-    default: return {};
-    }
+    return width_kernel<int64_t, uint64_t>(dtype == GPUCOLL_INT64, op);
 }
 
 } // namespace gpucoll

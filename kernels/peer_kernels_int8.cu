@@ -2,13 +2,10 @@
 
 namespace gpucoll {
 
+// INT8 or UINT8 (peer_kernels.cu dispatches by width).
 KernelPair reduce_kernel_int8(gpucoll_dtype_t dtype, gpucoll_op_t op)
 {
-    switch (dtype) {
-    case GPUCOLL_INT8: return integer_kernel<int8_t, uint8_t>(op);
-    case GPUCOLL_UINT8: return integer_kernel<uint8_t, uint8_t>(op);
-    default: return {};
-    }
+    return width_kernel<int8_t, uint8_t>(dtype == GPUCOLL_INT8, op);
 }
 
 } // namespace gpucoll
