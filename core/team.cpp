@@ -44,9 +44,9 @@ struct alignas(128) ShmRank {
     std::atomic<uint32_t> departed;   // at team destruction
     // Alltoallv, published with the post: where rank p's piece lands in this
     // rank's output (its rdispls, elements), and how many bytes this rank
-    // moves (the grid).
+    // sends and receives (the grid).
     uint64_t vrdispl[kMaxPeers];
-    uint64_t vbytes;
+    uint64_t vtotal_bytes;
 };
 static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
 
@@ -382,7 +382,7 @@ size_t vector_grid_elems(const gpucoll_team *t, const gpucoll_coll_args_t &a)
 {
     if (a.kind != GPUCOLL_COLL_ALLTOALLV) return a.count;
     uint64_t most = 0;
-    for (int r = 0; r < t->size; r++) most = std::max(most, t->shm->ranks[r].vbytes);
+    for (int r = 0; r < t->size; r++) most = std::max(most, t->shm->ranks[r].vtotal_bytes);
     return most / gpucoll_dtype_size(a.dtype);
 }
 
@@ -450,7 +450,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         ok = direct = ipc.describe(src_ptr, si, &me.src_desc) && ipc.describe(a.rbuf, ri, &me.dst_desc);
         if (ok && a.kind == GPUCOLL_COLL_ALLTOALLV) {
             for (int p = 0; p < t->size; p++) me.vrdispl[p] = a.rdispls[p];
-            me.vbytes = a.count * elt;
+            me.vtotal_bytes = a.count * elt;
         }
     }
     // Zero-copy needs the scratch (for its flags) to exist already: the

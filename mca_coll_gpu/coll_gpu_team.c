@@ -46,14 +46,15 @@ bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
 }
 
 /* Vector layouts in the units the core takes: bytes for data movement (a
- * contiguous type whose extent is its size, so that displacements in
- * extents are plain byte offsets), elements of a mapped type for reductions. */
-static bool vector_units(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_coll_args_t *a, size_t *unit, size_t *stride)
+ * contiguous type whose extent is its size, so that counts and displacements
+ * scale alike), elements of a mapped type for reductions. *unit: bytes or
+ * elements per element of dtype. */
+static bool vector_units(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_coll_args_t *a, size_t *unit)
 {
     if (op != NULL) {
         a->dtype = coll_gpu_map_dtype(dtype);
         a->op = a->dtype == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, a->dtype);
-        *unit = *stride = 1;
+        *unit = 1;
         return a->op != GPUCOLL_OP_NONE;
     }
     ptrdiff_t lb, extent;
@@ -63,7 +64,6 @@ static bool vector_units(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_coll_arg
     a->dtype = GPUCOLL_UINT8;
     a->op = GPUCOLL_OP_NONE;
     *unit = dtype->super.size;
-    *stride = (size_t)extent;
     return true;
 }
 
@@ -76,16 +76,16 @@ bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, con
     size_t c[GPUCOLL_TEAM_MAX_RANKS] = {0}, d[GPUCOLL_TEAM_MAX_RANKS] = {0}, rc_[GPUCOLL_TEAM_MAX_RANKS] = {0},
            rd[GPUCOLL_TEAM_MAX_RANKS] = {0};
     gpucoll_coll_args_t a = {kind, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, 0, GPUCOLL_UINT8, GPUCOLL_OP_NONE, 0, 0};
-    size_t unit = 1, stride = 1, total = 0;
-    bool ok = size <= GPUCOLL_TEAM_MAX_RANKS && !m->force_staged && vector_units(dtype, op, &a, &unit, &stride);
+    size_t unit = 1, total = 0;
+    bool ok = size <= GPUCOLL_TEAM_MAX_RANKS && !m->force_staged && vector_units(dtype, op, &a, &unit);
     for (int i = 0; ok && i < size; i++) {
         ok = counts[i] >= 0 && (displs == NULL || displs[i] >= 0) && (rcounts == NULL || rcounts[i] >= 0) &&
              (rdispls == NULL || rdispls[i] >= 0);
         if (!ok) break;
         c[i] = (size_t)counts[i] * unit;
-        d[i] = displs ? (size_t)displs[i] * stride : 0;
+        d[i] = displs ? (size_t)displs[i] * unit : 0;
         rc_[i] = rcounts ? (size_t)rcounts[i] * unit : 0;
-        rd[i] = rdispls ? (size_t)rdispls[i] * stride : 0;
+        rd[i] = rdispls ? (size_t)rdispls[i] * unit : 0;
         total += c[i] + rc_[i];
     }
     /* Allgatherv and reduce_scatter have the same counts everywhere, so

@@ -122,9 +122,6 @@ void reduce_scatter(int n, bool blocked)
     std::vector<size_t> counts(n), displs;
     size_t total = 0;
     for (int p = 0; p < n; p++) total += counts[p] = blocked ? 6 : (p == 1 ? 0 : (size_t)(p * 3) % 7 + 1);
-    std::vector<std::vector<int>> in(n, std::vector<int>(total));
-    for (int r = 0; r < n; r++)
-        for (size_t i = 0; i < total; i++) in[r][i] = r * 1000 + (int)i;
     gpucoll_coll_args_t a{};
     a.kind = blocked ? GPUCOLL_COLL_REDUCE_SCATTER_BLOCK : GPUCOLL_COLL_REDUCE_SCATTER;
     a.count = blocked ? counts[0] : total;
@@ -133,14 +130,8 @@ void reduce_scatter(int n, bool blocked)
     for (int r = 0; r < n; r++) {
         size_t off, cnt;
         reduce_scatter_block_of(a, r, &off, &cnt);
+        // Blocks follow each other in rank order: rank r's starts after all earlier ones.
         CHECK(off == start && cnt == counts[r], "reduce_scatter n=%d rank %d: offset %zu count %zu", n, r, off, cnt);
-        for (size_t i = 0; i < cnt; i++) {
-            long sum = 0;
-            for (int j = 0; j < n; j++) sum += in[j][off + i];
-            long want = 0;
-            for (int j = 0; j < n; j++) want += j * 1000 + (long)(start + i);
-            CHECK(sum == want);
-        }
         start += counts[r];
     }
 }
