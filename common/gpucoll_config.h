@@ -73,6 +73,10 @@ typedef struct gpucoll_config {
     int ucx_pipeline_depth;          /* UCX chunks in flight per message; 0: the transport's default (4) */
     size_t hier_min_bytes;           /* smallest message (count x type size) that takes the hierarchical
                                         path; smaller ones are staged (0: every size) */
+    int thread_multiple;             /* nonzero under MPI_THREAD_MULTIPLE (set by the glue, not a parameter):
+                                        team streams then do not block the legacy default stream (the
+                                        collectives of two threads would wait on each other through it)
+                                        and are ordered after it by an event instead */
 } gpucoll_config_t;
 
 /* Device-buffer collectives on communicators that span nodes (real or virtual). */

@@ -28,6 +28,8 @@ const char *gpucoll_status_name(gpucoll_status_t status)
     case GPUCOLL_ERR_PEER: return "peer failure";
     case GPUCOLL_ERR_TRANSPORT: return "transport error";
     case GPUCOLL_ERR_INTERNAL: return "internal error";
+    case GPUCOLL_ERR_TRUNCATE: return "message truncated";
+    case GPUCOLL_ERR_MISMATCH: return "arguments differ between ranks";
     }
     return "unknown";
 }

@@ -20,7 +20,9 @@ typedef enum gpucoll_status {
     GPUCOLL_ERR_TIMEOUT = 5,     /* a peer did not arrive in time */
     GPUCOLL_ERR_PEER = 6,        /* a peer reported a failure */
     GPUCOLL_ERR_TRANSPORT = 7,   /* UCX or shared memory failed */
-    GPUCOLL_ERR_INTERNAL = 8
+    GPUCOLL_ERR_INTERNAL = 8,
+    GPUCOLL_ERR_TRUNCATE = 9,    /* a peer sends more than this rank's arguments make room for */
+    GPUCOLL_ERR_MISMATCH = 10    /* the ranks' arguments for one collective differ */
 } gpucoll_status_t;
 
 /* The reason for the last failure on this thread ("" if none). */

@@ -12,3 +12,4 @@ inline gpucoll_status_t gpu_error(const char *what, gpuError_t e)
 }
 
 } // namespace gpucoll
+

@@ -50,6 +50,10 @@ void gpucoll_host_free(void *ptr, size_t bytes);
  * GPUCOLL_ERR_INVALID for host memory. */
 gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, size_t count, gpucoll_dtype_t dtype,
                                       gpucoll_op_t op);
+/* dst = src for `bytes` bytes of host, device or managed memory, on the
+ * legacy default stream (ordered after the work queued there) and done when
+ * it returns: what a collective on a one-rank communicator amounts to. */
+gpucoll_status_t gpucoll_local_copy(void *dst, const void *src, size_t bytes);
 
 /* ---- node-local peer groups (the IPC fast path) ---------------------------- */
 typedef struct gpucoll_team gpucoll_team_t;

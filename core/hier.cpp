@@ -18,6 +18,7 @@
 
 #include "core_state.hpp"
 #include "hier.hpp"
+#include "no_throw.hpp"
 
 using namespace gpucoll;
 using namespace gpucoll::hier;
@@ -93,7 +94,7 @@ gpucoll_status_t gpucoll::hier::team_step(gpucoll_hier &h, gpucoll_coll_kind_t k
                                           size_t count, gpucoll_dtype_t dtype, gpucoll_op_t op, int root)
 {
     if (!h.team || count == 0) return GPUCOLL_SUCCESS;
-    gpucoll_coll_args_t t = {kind, sbuf, rbuf, count, dtype, op, root, 1};
+    gpucoll_coll_args_t t = {kind, sbuf, rbuf, count, dtype, op, root, 1, nullptr, nullptr, nullptr, nullptr};
     gpucoll_status_t st = gpucoll_team_run(h.team, &t);
     if (st == GPUCOLL_ERR_UNSUPPORTED)
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "hier: the node-local team refused collective %d (%zu x %s) "
@@ -139,7 +140,7 @@ const gpucoll_ucx_reducer_t *gpucoll::hier::gpu_reducer() { return &g_reducer; }
 
 /* ---- life ------------------------------------------------------------------ */
 
-extern "C" gpucoll_status_t gpucoll_hier_create(const gpucoll_hier_layout_t *layout, const int *rank_of,
+static gpucoll_status_t gpucoll_hier_create_body(const gpucoll_hier_layout_t *layout, const int *rank_of,
                                                gpucoll_hier_t **out)
 {
     *out = nullptr;
@@ -167,7 +168,13 @@ extern "C" gpucoll_status_t gpucoll_hier_create(const gpucoll_hier_layout_t *lay
     return GPUCOLL_SUCCESS;
 }
 
-extern "C" gpucoll_status_t gpucoll_hier_connect_local(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
+extern "C" gpucoll_status_t gpucoll_hier_create(const gpucoll_hier_layout_t *layout, const int *rank_of,
+                                               gpucoll_hier_t **out)
+{
+    return no_throw([&] { return gpucoll_hier_create_body(layout, rank_of, out); });
+}
+
+static gpucoll_status_t gpucoll_hier_connect_local_body(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
 {
     if (h->layout.local_size == 1) return GPUCOLL_SUCCESS;
     if (oob->size != h->layout.local_size || oob->rank != h->layout.local_rank)
@@ -176,7 +183,12 @@ extern "C" gpucoll_status_t gpucoll_hier_connect_local(gpucoll_hier_t *h, const 
     return gpucoll_team_create(oob, &h->team);
 }
 
-extern "C" gpucoll_status_t gpucoll_hier_connect_cross(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
+extern "C" gpucoll_status_t gpucoll_hier_connect_local(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
+{
+    return no_throw([&] { return gpucoll_hier_connect_local_body(h, oob); });
+}
+
+static gpucoll_status_t gpucoll_hier_connect_cross_body(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
 {
     if (oob->size != h->layout.nnodes || oob->rank != h->layout.node)
         return gpucoll_fail(GPUCOLL_ERR_INVALID, "hier: cross-node oob is rank %d of %d, expected %d of %d", oob->rank,
@@ -194,6 +206,11 @@ extern "C" gpucoll_status_t gpucoll_hier_connect_cross(gpucoll_hier_t *h, const 
     (void)h;
     return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "coll/gpu was built without UCX: no inter-node transport");
 #endif
+}
+
+extern "C" gpucoll_status_t gpucoll_hier_connect_cross(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
+{
+    return no_throw([&] { return gpucoll_hier_connect_cross_body(h, oob); });
 }
 
 extern "C" size_t gpucoll_hier_describe(const gpucoll_hier_t *h, char *buf, size_t len)
@@ -286,7 +303,7 @@ extern "C" int gpucoll_hier_prepared(const gpucoll_hier_t *h) { return h->prepar
 
 extern "C" void gpucoll_hier_disable(gpucoll_hier_t *h) { h->disabled = true; }
 
-extern "C" gpucoll_status_t gpucoll_hier_prepare(gpucoll_hier_t *h, const gpucoll_coll_args_t *a)
+static gpucoll_status_t gpucoll_hier_prepare_body(gpucoll_hier_t *h, const gpucoll_coll_args_t *a)
 {
     if (h->prepared) return GPUCOLL_SUCCESS;
     gpu_port_ptr_info_t info;
@@ -308,7 +325,8 @@ extern "C" gpucoll_status_t gpucoll_hier_prepare(gpucoll_hier_t *h, const gpucol
         // whose team cannot work is known before any real data moves.
         if (!h->probe.reserve(sizeof(int), device)) return GPUCOLL_ERR_NO_MEMORY;
         if ((e = gpuMemset(h->probe.ptr, 0, sizeof(int))) != gpuSuccess) return gpu_error("clearing the probe", e);
-        gpucoll_coll_args_t p = {GPUCOLL_COLL_ALLREDUCE, nullptr, h->probe.ptr, 1, GPUCOLL_INT32, GPUCOLL_OP_SUM, 0, 1};
+        gpucoll_coll_args_t p = {GPUCOLL_COLL_ALLREDUCE, nullptr, h->probe.ptr, 1, GPUCOLL_INT32, GPUCOLL_OP_SUM, 0, 1,
+                                 nullptr, nullptr, nullptr, nullptr};
         gpucoll_status_t st = gpucoll_team_run(h->team, &p);
         if (st != GPUCOLL_SUCCESS) return st;
     }
@@ -316,7 +334,12 @@ extern "C" gpucoll_status_t gpucoll_hier_prepare(gpucoll_hier_t *h, const gpucol
     return GPUCOLL_SUCCESS;
 }
 
-extern "C" gpucoll_status_t gpucoll_hier_run(gpucoll_hier_t *h, const gpucoll_coll_args_t *a)
+extern "C" gpucoll_status_t gpucoll_hier_prepare(gpucoll_hier_t *h, const gpucoll_coll_args_t *a)
+{
+    return no_throw([&] { return gpucoll_hier_prepare_body(h, a); });
+}
+
+static gpucoll_status_t gpucoll_hier_run_body(gpucoll_hier_t *h, const gpucoll_coll_args_t *a)
 {
 #if !GPUCOLL_HAVE_UCX
     (void)a;
@@ -345,4 +368,9 @@ extern "C" gpucoll_status_t gpucoll_hier_run(gpucoll_hier_t *h, const gpucoll_co
                 h->device, h->layout.nnodes, h->layout.local_size);
     return GPUCOLL_SUCCESS;
 #endif
+}
+
+extern "C" gpucoll_status_t gpucoll_hier_run(gpucoll_hier_t *h, const gpucoll_coll_args_t *a)
+{
+    return no_throw([&] { return gpucoll_hier_run_body(h, a); });
 }

@@ -6,8 +6,11 @@
 #include <vector>
 
 #include "gpucoll_core.h"
+#include "no_throw.hpp"
 
-extern "C" gpucoll_status_t gpucoll_hier_plan(const int *host_of_rank, int size, int rank, int virtual_node_size,
+using gpucoll::no_throw;
+
+static gpucoll_status_t gpucoll_hier_plan_body(const int *host_of_rank, int size, int rank, int virtual_node_size,
                                               gpucoll_hier_layout_t *layout, int *rank_of)
 {
     *layout = gpucoll_hier_layout_t{1, size, 0, rank};
@@ -58,6 +61,12 @@ extern "C" gpucoll_status_t gpucoll_hier_plan(const int *host_of_rank, int size,
             }
         }
     return GPUCOLL_SUCCESS;
+}
+
+extern "C" gpucoll_status_t gpucoll_hier_plan(const int *host_of_rank, int size, int rank, int virtual_node_size,
+                                              gpucoll_hier_layout_t *layout, int *rank_of)
+{
+    return no_throw([&] { return gpucoll_hier_plan_body(host_of_rank, size, rank, virtual_node_size, layout, rank_of); });
 }
 
 extern "C" void gpucoll_hier_split(size_t count, int local_size, size_t *shard, size_t *tail)

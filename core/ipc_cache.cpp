@@ -1,6 +1,9 @@
 #include "ipc_cache.hpp"
 
+#include <atomic>
+
 #include "core_state.hpp"
+#include "device_guard.hpp"
 #include "gpucoll_status.h"
 #include "peer_args.h"
 
@@ -11,6 +14,7 @@ bool IpcCache::describe(const void *ptr, const gpu_port_ptr_info_t &info, IpcDes
     if (info.kind != GPU_PORT_MEM_DEVICE || !info.ipc_capable || !info.base) return false;
     out->buffer_id = info.buffer_id;
     out->offset = (uint64_t)((const char *)ptr - (const char *)info.base);
+    std::lock_guard<std::mutex> lock(mu_);
     if (gpuIpcMemHandle_t *h = exports_.find(info.buffer_id)) {
         out->handle = *h;
         return true;
@@ -24,10 +28,22 @@ bool IpcCache::describe(const void *ptr, const gpu_port_ptr_info_t &info, IpcDes
     return true;
 }
 
-char *IpcCache::map(long peer, const IpcDesc &d)
+namespace {
+// Rare (an eviction, a last unpin): the current device may be anyone's.
+void close_mapping(const IpcCache::Mapping &m)
 {
-    auto key = std::make_pair(peer, d.buffer_id);
-    if (char **base = imports_.find(key)) return *base + d.offset;
+    DeviceGuard g(m.device);
+    gpuIpcCloseMemHandle(m.base);
+}
+} // namespace
+
+char *IpcCache::map(long peer, const IpcDesc &d, int device)
+{
+    Key key{{peer, d.buffer_id}, device};
+    // Held across the open: two threads must not both map one allocation
+    // (the driver maps a handle once per process and device).
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Mapping *m = imports_.pin(key)) return m->base + d.offset;
     void *base = nullptr;
     gpuError_t e = gpuIpcOpenMemHandle(&base, d.handle, gpuIpcMemLazyEnablePeerAccess);
     if (e != gpuSuccess) {
@@ -36,36 +52,52 @@ char *IpcCache::map(long peer, const IpcDesc &d)
                      gpuGetErrorString(e));
         return nullptr;
     }
-    std::pair<std::pair<long, unsigned long long>, char *> gone;
-    if (imports_.insert(key, static_cast<char *>(base), &gone)) gpuIpcCloseMemHandle(gone.second);
+    Mapping gone;
+    if (imports_.insert_pinned(key, Mapping{static_cast<char *>(base), device}, &gone)) close_mapping(gone);
     return static_cast<char *>(base) + d.offset;
+}
+
+void IpcCache::unpin(long peer, unsigned long long buffer_id, int device)
+{
+    Key key{{peer, buffer_id}, device};
+    std::lock_guard<std::mutex> lock(mu_);
+    Mapping gone;
+    if (imports_.unpin(key, &gone)) close_mapping(gone);
 }
 
 void IpcCache::release()
 {
-    imports_.for_each([](const std::pair<long, unsigned long long> &, char *base) { gpuIpcCloseMemHandle(base); });
-    imports_.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    imports_.drain([](const Mapping &m) { close_mapping(m); });
     exports_.clear();
 }
 
 namespace {
-IpcCache *g_cache;
-}
+std::mutex g_cache_mu;
+std::atomic<IpcCache *> g_cache{nullptr};
+} // namespace
 
 IpcCache &process_ipc_cache()
 {
-    if (!g_cache) {
-        // A call maps up to two buffers per peer: never evict within one call.
+    // Every call asks: one acquire load once it exists.
+    if (IpcCache *c = g_cache.load(std::memory_order_acquire)) return *c;
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    IpcCache *c = g_cache.load(std::memory_order_relaxed);
+    if (!c) {
+        // A call pins up to two buffers per peer; more than that in the LRU
+        // keeps one call's mappings from pushing each other out.
         size_t entries = (size_t)config().ipc_cache_entries;
-        g_cache = new IpcCache(entries > 4 * kMaxPeers ? entries : 4 * kMaxPeers);
+        c = new IpcCache(entries > 4 * kMaxPeers ? entries : 4 * kMaxPeers);
+        g_cache.store(c, std::memory_order_release);
     }
-    return *g_cache;
+    return *c;
 }
 
+// At component close, when no call is in progress.
 void release_process_ipc_cache()
 {
-    delete g_cache;
-    g_cache = nullptr;
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    delete g_cache.exchange(nullptr, std::memory_order_acq_rel);
 }
 
 } // namespace gpucoll

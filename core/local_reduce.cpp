@@ -1,5 +1,6 @@
-// MPI_Reduce_local on device memory, and the GPU reducer of the inter-node
-// schedules: one kernel of the peer family with no peers.
+// One GPU, no peers: MPI_Reduce_local on device memory and the GPU reducer
+// of the inter-node schedules (one kernel of the peer family with no peers),
+// and the copy that a collective on a one-rank communicator amounts to.
 #include <stdint.h>
 
 #include "core_state.hpp"
@@ -43,5 +44,18 @@ extern "C" gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, si
     gpuError_t e = gpuGetLastError();
     if (e == gpuSuccess) e = gpuStreamSynchronize(nullptr);
     if (e != gpuSuccess) return gpucoll_fail(GPUCOLL_ERR_GPU, "local reduce kernel: %s", gpuGetErrorString(e));
+    return GPUCOLL_SUCCESS;
+}
+
+extern "C" gpucoll_status_t gpucoll_local_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0 || dst == src) return GPUCOLL_SUCCESS;
+    // cudaMemcpy returns before a device-to-device copy is done; the MPI call
+    // must not (the caller may read the result from any stream).
+    gpuError_t e = gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDefault, nullptr);
+    if (e == gpuSuccess) e = gpuStreamSynchronize(nullptr);
+    if (e != gpuSuccess)
+        return gpucoll_fail(GPUCOLL_ERR_GPU, "copy of %zu bytes from %p to %p failed: %s", bytes, src, dst,
+                            gpuGetErrorString(e));
     return GPUCOLL_SUCCESS;
 }

@@ -86,9 +86,12 @@ extern "C" void gpucoll_host_free(void *ptr, size_t bytes)
     {
         std::lock_guard<std::mutex> lock(c.mu);
         if (c.cached_bytes + cls <= gpucoll::config().staging_cache_bytes) {
-            c.free_by_size.emplace(cls, ptr);
-            c.cached_bytes += cls;
-            return;
+            try { // a C entry point: no exception may leave it
+                c.free_by_size.emplace(cls, ptr);
+                c.cached_bytes += cls;
+                return;
+            } catch (...) {
+            }
         }
     }
     gpuFreeHost(ptr);

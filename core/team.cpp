@@ -3,22 +3,27 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "algo_select.hpp"
+#include "call_check.hpp"
 #include "core_state.hpp"
 #include "device_guard.hpp"
 #include "gpu_error.hpp"
 #include "gpu_port.h"
 #include "gpucoll_core.h"
 #include "ipc_cache.hpp"
+#include "no_throw.hpp"
 #include "peer_args.h"
 #include "resident.hpp"
 
@@ -27,14 +32,18 @@ using namespace gpucoll;
 namespace {
 
 // One rank's slot in the shared control block. `post` packs the sequence
-// number of the rank's latest collective, whether it can take the peer path,
-// whether its buffers can be mapped by the peers (zero-copy) and a hash of
-// the call's arguments: one atomic word, so a reader never sees half an
-// update. The buffer descriptors are written before the post that publishes
-// them (release/acquire).
+// number of the rank's latest collective, whether it can take the peer path
+// and whether its buffers can be mapped by the peers (zero-copy): one atomic
+// word, so a reader never sees half an update. The call's key and buffer
+// descriptors are written before the post that publishes them
+// (release/acquire), and stay unchanged until every rank has read them: a
+// rank that posted "can" leaves the call only through the kernel (which
+// needs every peer), the settle round, or the staged path.
 struct alignas(128) ShmRank {
     std::atomic<uint64_t> post;
-    std::atomic<uint64_t> mapped; // seq << 1 | whether this rank mapped every peer's buffers
+    std::atomic<uint64_t> mapped;  // seq << 1 | whether this rank mapped every peer's buffers
+    std::atomic<uint64_t> settled; // seq of the latest call this rank finished reading the keys of
+    CallKey key;
     long pid;
     IpcDesc src_desc, dst_desc;
     std::atomic<uint32_t> gpu_state; // 0 not yet, 1 ready, 2 failed
@@ -54,36 +63,17 @@ struct ShmBlock {
     ShmRank ranks[kMaxPeers];
 };
 
-uint64_t pack_post(uint64_t seq, bool ok, bool direct, uint32_t hash)
+uint64_t pack_post(uint64_t seq, bool ok, bool direct)
 {
-    return seq << 16 | (ok ? 1u << 15 : 0) | (direct ? 1u << 14 : 0) | (hash & 0x3fff);
+    return seq << 16 | (ok ? 1u << 15 : 0) | (direct ? 1u << 14 : 0);
 }
 uint64_t post_seq(uint64_t p) { return p >> 16; }
 bool post_ok(uint64_t p) { return (p >> 15) & 1; }
 bool post_direct(uint64_t p) { return (p >> 14) & 1; }
-uint32_t post_hash(uint64_t p) { return p & 0x3fff; }
 
 bool is_vector_kind(gpucoll_coll_kind_t k)
 {
     return k == GPUCOLL_COLL_ALLGATHERV || k == GPUCOLL_COLL_REDUCE_SCATTER || k == GPUCOLL_COLL_ALLTOALLV;
-}
-
-// What every rank's call must have in common. Alltoallv's counts are each
-// rank's own, so only its kind and type take part.
-uint32_t args_hash(const gpucoll_coll_args_t &a, int nranks)
-{
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    bool own_counts = a.kind == GPUCOLL_COLL_ALLTOALLV;
-    for (uint64_t v : {(uint64_t)a.kind, own_counts ? 0 : (uint64_t)a.count, (uint64_t)a.dtype, (uint64_t)a.op,
-                       (uint64_t)a.root})
-        mix(v);
-    if (!own_counts)
-        for (int r = 0; r < nranks; r++) {
-            if (a.counts) mix(a.counts[r]);
-            if (a.displs) mix(a.displs[r]);
-        }
-    return (uint32_t)(h ^ (h >> 32)) & 0x3fff; // what a post word holds
 }
 
 using Clock = std::chrono::steady_clock;
@@ -116,6 +106,7 @@ struct gpucoll_team {
     char *scratch[kMaxPeers] = {};
     size_t half_bytes = 0;
     gpuStream_t stream = nullptr;
+    gpuEvent_t after_default = nullptr; // thread_multiple: orders `stream` after the legacy default stream
     int *error = nullptr; // host-mapped flag the kernels raise on timeout
     IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
     ResidentKernel resident; // serves small calls without a launch each (if ready())
@@ -153,8 +144,15 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
         return gpu_error("exporting scratch (cudaIpcGetMemHandle)", e);
     if ((e = gpuDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, device)) != gpuSuccess)
         return gpu_error("reading PCI bus id", e);
-    if ((e = gpuStreamCreateWithFlags(&t->stream, gpuStreamDefault)) != gpuSuccess)
+    // A blocking stream follows the legacy default stream implicitly, and
+    // the legacy stream waits for it: with several threads, one thread's
+    // staged copy would then wait for another thread's kernel, which waits
+    // for a peer rank whose own threads may be stuck the same way.
+    const bool threads = config().thread_multiple != 0;
+    if ((e = gpuStreamCreateWithFlags(&t->stream, threads ? gpuStreamNonBlocking : gpuStreamDefault)) != gpuSuccess)
         return gpu_error("creating stream", e);
+    if (threads && (e = gpuEventCreateWithFlags(&t->after_default, gpuEventDisableTiming)) != gpuSuccess)
+        return gpu_error("creating an event", e);
     if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
         return gpu_error("allocating error flag", e);
     *t->error = 0;
@@ -238,57 +236,145 @@ void release_gpu(gpucoll_team *t)
     }
     t->ipc = nullptr; // the process's cache outlives teams
     if (t->stream) gpuStreamDestroy(t->stream);
+    if (t->after_default) gpuEventDestroy(t->after_default);
     if (t->error) gpuFreeHost(t->error);
 }
 
 } // namespace
 
-extern "C" gpucoll_status_t gpucoll_team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **out)
+namespace {
+
+// What the ranks exchange to share the control block: in round 1 rank 0 says
+// where it is (all zero if it could not make one: nothing a peer could open
+// by mistake), in round 2 every rank whether it has it mapped.
+struct ShmExchange {
+    int ok;
+    int fd;    // memfd: rank 0's descriptor, which the peers open through /proc
+    long pid;
+    unsigned long long dev, ino; // what a peer must find at that path or name
+    char name[64];               // named: the shm_open name
+};
+
+// memfd leaves no name anywhere, so nothing stays behind whoever dies; a
+// named object (where /proc/<pid>/fd of another process cannot be opened, e.g.
+// separate PID namespaces) can stay behind only if rank 0 dies before round 1.
+enum class ShmWay { Memfd, Named };
+
+// Rank 0: a new object of the control block's size, its descriptor; -1 (and
+// *mine left all zero) if none.
+int shm_make(ShmWay way, ShmExchange *mine)
+{
+    int fd = -1;
+    if (way == ShmWay::Memfd) {
+        fd = memfd_create("gpucoll-team", MFD_CLOEXEC);
+    } else {
+        // Unguessable, so that no other user can create it first (O_EXCL
+        // would fail us) or open it.
+        unsigned char rnd[16];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return -1;
+        int n = snprintf(mine->name, sizeof mine->name, "/gpucoll-%u-", (unsigned)geteuid());
+        for (unsigned char b : rnd) n += snprintf(mine->name + n, sizeof mine->name - n, "%02x", b);
+        fd = shm_open(mine->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    }
+    struct stat st;
+    if (fd >= 0 && (ftruncate(fd, sizeof(ShmBlock)) != 0 || fstat(fd, &st) != 0)) {
+        close(fd);
+        fd = -1;
+        if (way == ShmWay::Named) shm_unlink(mine->name);
+    }
+    if (fd < 0) {
+        *mine = ShmExchange{};
+        return -1;
+    }
+    mine->ok = 1;
+    mine->fd = fd;
+    mine->pid = (long)getpid();
+    mine->dev = st.st_dev;
+    mine->ino = st.st_ino;
+    return fd;
+}
+
+// A peer: rank 0's object, checked to be that very object (a pid of another
+// namespace could name some other process's descriptor); -1 if not.
+int shm_attach(ShmWay way, const ShmExchange &r0)
+{
+    if (!r0.ok || !memchr(r0.name, 0, sizeof r0.name)) return -1;
+    int fd;
+    if (way == ShmWay::Memfd) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/fd/%d", r0.pid, r0.fd);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+    } else {
+        fd = shm_open(r0.name, O_RDWR, 0600);
+    }
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != r0.dev || st.st_ino != r0.ino ||
+                    st.st_uid != geteuid() || (size_t)st.st_size < sizeof(ShmBlock))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+} // namespace
+
+static gpucoll_status_t gpucoll_team_create_body(const gpucoll_team_oob_t *oob, gpucoll_team_t **out)
 {
     *out = nullptr;
     if (oob->size > kMaxPeers || oob->size > config().max_peers)
         return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "%d ranks exceed the peer path's limit", oob->size);
-    struct Exchange {
-        char name[48];
-        int ok;
-    } mine{}, *all = new (std::nothrow) Exchange[oob->size];
-    if (!all) return gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "team exchange buffer");
-
-    static std::atomic<int> counter{0};
-    gpucoll_team *t = new gpucoll_team;
-    t->rank = oob->rank;
-    t->size = oob->size;
+    ShmExchange all[kMaxPeers];
+    // Every rank calls the allgather as often as the others, whatever fails
+    // here: a rank without its team object only says so in round 2.
+    gpucoll_team *t = new (std::nothrow) gpucoll_team;
+    // For the tests of the fallback.
+    const char *force = getenv("GPUCOLL_TEAM_SHM");
+    const bool named_only = force && strcmp(force, "named") == 0;
     void *map = MAP_FAILED;
-    int fd = -1;
-    if (oob->rank == 0) {
-        snprintf(mine.name, sizeof mine.name, "/gpucoll-%d-%d", (int)getpid(), counter++);
-        fd = shm_open(mine.name, O_CREAT | O_EXCL | O_RDWR, 0600);
-        if (fd >= 0 && ftruncate(fd, sizeof(ShmBlock)) != 0) {
-            close(fd);
-            fd = -1;
-        }
+    int rc = 0;
+    bool all_ok = false;
+    // Round 1: where rank 0's object is; round 2: whether everyone mapped it.
+    // memfd first; the named way (2 more rounds) only if some rank could not
+    // map it, which every rank learns from the same round 2.
+    for (ShmWay way : {ShmWay::Memfd, ShmWay::Named}) {
+        if (way == ShmWay::Memfd && named_only) continue;
+        ShmExchange mine{};
+        int fd = oob->rank == 0 && t ? shm_make(way, &mine) : -1;
+        rc = oob->allgather(&mine, all, sizeof mine, oob->ctx);
+        char name[sizeof mine.name] = "";
+        if (rc == 0 && way == ShmWay::Named && all[0].ok) memcpy(name, all[0].name, sizeof name);
+        int mfd = oob->rank == 0 ? fd : rc == 0 && t ? shm_attach(way, all[0]) : -1;
+        if (mfd >= 0) map = mmap(nullptr, sizeof(ShmBlock), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+        if (mfd >= 0 && mfd != fd) close(mfd);
+        ShmExchange done{};
+        done.ok = map != MAP_FAILED;
+        if (rc == 0) rc = oob->allgather(&done, all, sizeof done, oob->ctx);
+        if (fd >= 0) close(fd); // the peers open rank 0's memfd through it until here
+        // Everyone has it mapped or gave up: no name need stay. Every rank
+        // that knows it removes it, so that it goes even if rank 0 died.
+        if (oob->rank == 0 && mine.name[0]) shm_unlink(mine.name);
+        else if (name[0] && name[sizeof name - 1] == 0) shm_unlink(name);
+        all_ok = rc == 0 && t;
+        for (int r = 0; all_ok && r < oob->size; r++) all_ok = all[r].ok;
+        if (all_ok || rc != 0) break;
+        if (map != MAP_FAILED) munmap(map, sizeof(ShmBlock));
+        map = MAP_FAILED;
     }
-    // Round 1: the name; round 2: whether everyone could map it.
-    int rc = oob->allgather(&mine, all, sizeof mine, oob->ctx);
-    if (rc == 0 && oob->rank != 0) fd = shm_open(all[0].name, O_RDWR, 0600);
-    if (fd >= 0) {
-        map = mmap(nullptr, sizeof(ShmBlock), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        close(fd);
-    }
-    mine.ok = map != MAP_FAILED;
-    if (rc == 0) rc = oob->allgather(&mine, all, sizeof mine, oob->ctx);
-    if (oob->rank == 0 && mine.name[0]) shm_unlink(mine.name); // everyone has it mapped, or gave up
-    bool all_ok = rc == 0;
-    for (int r = 0; all_ok && r < oob->size; r++) all_ok = all[r].ok;
-    delete[] all;
     if (!all_ok) {
         if (map != MAP_FAILED) munmap(map, sizeof(ShmBlock));
         delete t;
         return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "shared memory for the team could not be set up");
     }
+    t->rank = oob->rank;
+    t->size = oob->size;
     t->shm = static_cast<ShmBlock *>(map);
     *out = t;
     return GPUCOLL_SUCCESS;
+}
+
+extern "C" gpucoll_status_t gpucoll_team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **out)
+{
+    return no_throw([&] { return gpucoll_team_create_body(oob, out); });
 }
 
 extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
@@ -324,13 +410,18 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
 
 namespace {
 
-// Posts this rank's answer for call `seq` and, if it can take the peer path,
-// gathers everyone's. *all_ok: all ranks can, with the same arguments;
-// *all_direct: and all can have their buffers mapped.
-gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, uint32_t hash, bool *all_ok,
+// Posts this rank's answer for call `seq` (and, if it can take the peer
+// path, the call's key) and gathers everyone's. *all_ok: all ranks can;
+// *all_direct: and all can have their buffers mapped. When all can but the
+// keys differ, the call fails on every rank (TRUNCATE where this rank would
+// be sent more than it made room for, MISMATCH elsewhere), after a round
+// that keeps every key in place until all ranks have compared them.
+gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const CallKey &key, bool *all_ok,
                        bool *all_direct)
 {
-    t->shm->ranks[t->rank].post.store(pack_post(seq, ok, direct, hash), std::memory_order_release);
+    ShmRank &me = t->shm->ranks[t->rank];
+    if (ok) me.key = key;
+    me.post.store(pack_post(seq, ok, direct), std::memory_order_release);
     *all_ok = *all_direct = false;
     if (!ok) return GPUCOLL_SUCCESS;
     bool result = true, dir = direct;
@@ -341,11 +432,29 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, uint
             return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not reach collective #%llu within %d ms", r,
                                 (unsigned long long)seq, config().timeout_ms);
         // A rank past `seq` did not wait for us there, so it could not take the peer path.
-        result &= post_seq(p) == seq && post_ok(p) && post_hash(p) == hash;
+        result &= post_seq(p) == seq && post_ok(p);
         dir &= post_direct(p);
     }
-    *all_ok = result;
-    *all_direct = result && dir;
+    if (!result) return GPUCOLL_SUCCESS;
+    CallKey keys[kMaxPeers];
+    for (int r = 0; r < t->size; r++) keys[r] = t->shm->ranks[r].key;
+    KeyVerdict v = compare_keys(keys, t->size, t->rank);
+    if (v != KeyVerdict::Match) {
+        me.settled.store(seq, std::memory_order_release);
+        for (int r = 0; r < t->size; r++) {
+            auto &slot = t->shm->ranks[r].settled;
+            if (!wait_until([&] { return slot.load(std::memory_order_acquire) >= seq; })) break; // failing anyway
+        }
+        if (v == KeyVerdict::Truncate)
+            return gpucoll_fail(GPUCOLL_ERR_TRUNCATE,
+                                "collective #%llu: a peer sends more than this rank's arguments make room for",
+                                (unsigned long long)seq);
+        return gpucoll_fail(GPUCOLL_ERR_MISMATCH,
+                            "collective #%llu: the ranks' arguments differ (kind, count, type, op, root or counts)",
+                            (unsigned long long)seq);
+    }
+    *all_ok = true;
+    *all_direct = dir;
     return GPUCOLL_SUCCESS;
 }
 
@@ -372,6 +481,34 @@ void place_pieces(const gpucoll_team *t, const gpucoll_coll_args_t &a, size_t el
         k->peer_src[p] = k->src + piece.src_off;
         k->peer_dst[p] += piece.dst_off;
         k->vbytes[p] = piece.bytes;
+    }
+}
+
+// Whether what this rank's zero-copy kernel touches in peer r's buffers lies
+// inside the allocations r described: offsets and displacements come from
+// another process, and a wrong one would be a store into someone else's data.
+bool peer_ranges_fit(const gpucoll_team *t, const gpucoll_coll_args_t &a, int r, size_t elt)
+{
+    const ShmRank &peer = t->shm->ranks[r];
+    const IpcDesc &s = peer.src_desc, &d = peer.dst_desc;
+    switch (a.kind) {
+    case GPUCOLL_COLL_ALLGATHERV:
+    case GPUCOLL_COLL_ALLTOALLV: { // we store our piece into r's output
+        size_t rdispl = a.kind == GPUCOLL_COLL_ALLTOALLV ? peer.vrdispl[t->rank] : 0;
+        Piece piece = vector_piece(a, t->rank, r, elt, rdispl);
+        return range_fits(d.offset, piece.dst_off, d.alloc_bytes) &&
+               range_fits(d.offset + piece.dst_off, piece.bytes, d.alloc_bytes);
+    }
+    case GPUCOLL_COLL_REDUCE_SCATTER: { // we read our block of r's input
+        size_t off, count;
+        reduce_scatter_block_of(a, t->rank, &off, &count);
+        return range_fits(s.offset, off * elt, s.alloc_bytes) && range_fits(s.offset + off * elt, count * elt, s.alloc_bytes);
+    }
+    default: {
+        size_t src_bytes, dst_bytes;
+        direct_extent(a, t->size, elt, &src_bytes, &dst_bytes);
+        return range_fits(s.offset, src_bytes, s.alloc_bytes) && range_fits(d.offset, dst_bytes, d.alloc_bytes);
+    }
     }
 }
 
@@ -408,7 +545,7 @@ bool direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg,
 
 } // namespace
 
-extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
+static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
 {
     gpucoll_coll_args_t a = *args;
     const gpucoll_config_t &cfg = config();
@@ -465,7 +602,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
 
     const auto t_verdict = Clock::now();
     bool all_ok, all_direct;
-    gpucoll_status_t st = agree(t, seq, ok, direct, args_hash(a, t->size), &all_ok, &all_direct);
+    gpucoll_status_t st = agree(t, seq, ok, direct, call_key(a, t->size), &all_ok, &all_direct);
     if (st != GPUCOLL_SUCCESS) return st;
     if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
 
@@ -480,14 +617,21 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     // that process by other means) must be able to send everyone back to
     // the scratch path rather than fail the call.
     const char *peer_src[kMaxPeers] = {}, *peer_dst_c[kMaxPeers] = {};
+    // Outlives the kernel on every return path: another thread's call may
+    // not close these mappings under it.
+    IpcPins pins(t->ipc, t->device);
     if (all_direct) {
         DeviceGuard g(t->device);
         bool mapped = true;
         for (int r = 0; r < t->size && mapped; r++) {
             if (r == t->rank) continue;
             const ShmRank &peer = t->shm->ranks[r];
-            mapped = (peer_src[r] = t->ipc->map(peer.pid, peer.src_desc)) != nullptr &&
-                     (peer_dst_c[r] = t->ipc->map(peer.pid, peer.dst_desc)) != nullptr;
+            mapped = (peer_src[r] = pins.map(peer.pid, peer.src_desc)) != nullptr &&
+                     (peer_dst_c[r] = pins.map(peer.pid, peer.dst_desc)) != nullptr;
+            if (mapped && !peer_ranges_fit(t, a, r, elt)) {
+                mapped = false;
+                gpucoll_fail(GPUCOLL_ERR_INVALID, "rank %d's buffer is smaller than this call reaches into", r);
+            }
         }
         if (!mapped && cfg.verbose >= 10)
             fprintf(stderr, "coll:gpu: rank %d: zero-copy not possible, scratch path instead: %s\n", t->rank,
@@ -560,6 +704,11 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     } else {
         // It would hold SMs this kernel may need.
         t->resident.retire();
+        if (t->after_default) { // the stream rule (README) without a blocking stream
+            if ((e = gpuEventRecord(t->after_default, nullptr)) != gpuSuccess ||
+                (e = gpuStreamWaitEvent(t->stream, t->after_default, 0)) != gpuSuccess)
+                return gpu_error("ordering after the default stream", e);
+        }
         if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream))
             return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
                                 gpucoll_op_name(a.op));
@@ -595,4 +744,9 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
         t->ll_flag = 0;
     }
     return GPUCOLL_SUCCESS;
+}
+
+extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
+{
+    return no_throw([&] { return gpucoll_team_run_body(t, args); });
 }

@@ -31,6 +31,7 @@ typedef struct mca_coll_gpu_component_t {
     bool enable;
     bool select_without_gpu; /* tests: stay selected with no driver, pass everything through */
     int output;              /* opal_output stream, verbosity = verbose */
+    size_t staging_pinned_max_bytes; /* staged copies larger than this are pageable (0: no limit) */
     gpucoll_config_t config; /* what the core reads */
 } mca_coll_gpu_component_t;
 
@@ -92,7 +93,10 @@ void *coll_gpu_stage_v(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *d
 /* alltoallw: block i is counts[i] elements of dtypes[i] at byte offset displs[i]. */
 void *coll_gpu_stage_w(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes,
                        const int *counts, const int *displs, int n, bool in, bool out);
-/* Non-zero (an MPI error) if staging failed; the stage is then released. */
+/* Non-zero (an MPI error) if this rank cannot take part in the collective
+ * (no host memory for its copies); the stage is then released. Other
+ * failures (a copy to host) are returned by coll_gpu_stage_finish after the
+ * collective ran, so that the other ranks never wait for a rank that left. */
 int coll_gpu_stage_failed(coll_gpu_stage_t *st);
 /* Narrows what is copied back of the last staged buffer to `count` elements
  * at element offset `offset` (reduce_scatter in place writes only its block). */
@@ -101,6 +105,22 @@ void coll_gpu_stage_limit_out(coll_gpu_stage_t *st, ompi_datatype_t *dtype, size
  * (request == NULL) copy results back and free the stage; nonblocking ones
  * wrap *request so that the copy back happens before MPI_Wait returns. */
 int coll_gpu_stage_finish(coll_gpu_stage_t *st, int rc, ompi_communicator_t *comm, ompi_request_t **request);
+
+/* ---- one-rank communicators (coll_gpu_self.c) ------------------------------
+ * On a communicator of one rank, with a device buffer on either side: copies
+ * `scount` x sdtype at sbuf to `rcount` x rdtype at rbuf on the GPU (nothing
+ * in place, i.e. sbuf or rbuf MPI_IN_PLACE), completes `request` (if any) at
+ * once, and returns true with the result in *rc. False (the caller stages)
+ * for host buffers or a layout that is not one run of bytes. */
+bool coll_gpu_self_copy(ompi_communicator_t *comm, const void *sbuf, size_t scount, ompi_datatype_t *sdtype,
+                        void *rbuf, size_t rcount, ompi_datatype_t *rdtype, ompi_request_t **request, int *rc);
+/* Bytes spanned by n extents of dtype: a displacement in a v-collective. */
+static inline ptrdiff_t coll_gpu_extent_of(ompi_datatype_t *dtype, int n)
+{
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    return extent * (ptrdiff_t)n;
+}
 
 /* ---- nonblocking requests (coll_gpu_request.c) --------------------------- */
 int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_communicator_t *comm);
@@ -143,6 +163,14 @@ bool coll_gpu_hier_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
 /* ---- datatype/op mapping (coll_gpu_dtype.c) ------------------------------ */
 gpucoll_dtype_t coll_gpu_map_dtype(ompi_datatype_t *dtype);
 gpucoll_op_t coll_gpu_map_op(ompi_op_t *op, gpucoll_dtype_t dtype);
+/* How the GPU paths see `count` elements of `dtype`, repeated `blocks` times
+ * back to back (allgather/alltoall: one block per rank). Reductions (op !=
+ * NULL) need a predefined type and an op the kernels know; data movement
+ * needs one contiguous run of bytes, which starts at buf + *first (the type's
+ * true lower bound, not buf). Fills a->dtype, a->op and a->count (elements,
+ * or bytes for data movement); false if the GPU paths cannot take it. */
+bool coll_gpu_layout(ompi_datatype_t *dtype, size_t count, size_t blocks, ompi_op_t *op, gpucoll_coll_args_t *a,
+                     ptrdiff_t *first);
 /* coll_gpu_ext.c: the fp16/bf16 types and ops of include/coll_gpu_ext.h,
  * recognised by name and by function address (GPUCOLL_*_NONE if not ours). */
 int coll_gpu_ext_dtype_kind(const char *name);

@@ -5,12 +5,14 @@ static int allgather_staged(const void *sbuf, int scount, ompi_datatype_t *sdtyp
                             ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
                             mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
     int size = ompi_comm_size(comm);
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, sdtype, scount, true, false);
     /* In place, our own block is already in rbuf: bring it along. */
     void *hr = coll_gpu_stage(st, rbuf, rdtype, (size_t)rcount * size, sbuf == MPI_IN_PLACE, true);
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     rc = request ? m->prev.iallgather(hs, scount, sdtype, hr, rcount, rdtype, comm, request,
                                       m->prev.iallgather_module)
@@ -50,10 +52,12 @@ static int allgatherv_staged(const void *sbuf, int scount, ompi_datatype_t *sdty
                              const int *displs, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
                              ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, scount, sdtype, (char *)rbuf + coll_gpu_extent_of(rdtype, displs[0]), rcounts[0], rdtype, request, &rc)) return rc;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, sdtype, scount, true, false);
     void *hr = coll_gpu_stage_v(st, rbuf, rdtype, rcounts, displs, ompi_comm_size(comm), sbuf == MPI_IN_PLACE, true);
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     rc = request ? m->prev.iallgatherv(hs, scount, sdtype, hr, rcounts, displs, rdtype, comm, request,
                                        m->prev.iallgatherv_module)

@@ -4,10 +4,12 @@
 static int allreduce_staged(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, count, dtype, rbuf, count, dtype, request, &rc)) return rc;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, dtype, count, true, false);
     void *hr = coll_gpu_stage(st, rbuf, dtype, count, sbuf == MPI_IN_PLACE, true);
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     rc = request ? m->prev.iallreduce(hs, hr, count, dtype, op, comm, request, m->prev.iallreduce_module)
                  : m->prev.allreduce(hs, hr, count, dtype, op, comm, m->prev.allreduce_module);

@@ -5,11 +5,13 @@ static int alltoall_staged(const void *sbuf, int scount, ompi_datatype_t *sdtype
                            ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
                            mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
     int size = ompi_comm_size(comm);
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, sdtype, (size_t)scount * size, true, false);
     void *hr = coll_gpu_stage(st, rbuf, rdtype, (size_t)rcount * size, sbuf == MPI_IN_PLACE, true);
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     rc = request ? m->prev.ialltoall(hs, scount, sdtype, hr, rcount, rdtype, comm, request, m->prev.ialltoall_module)
                  : m->prev.alltoall(hs, scount, sdtype, hr, rcount, rdtype, comm, m->prev.alltoall_module);
@@ -44,11 +46,14 @@ static int alltoallv_staged(const void *sbuf, const int *scounts, const int *sdi
                             void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf == MPI_IN_PLACE ? sbuf : (const char *)sbuf + coll_gpu_extent_of(sdtype, sdispls[0]), scounts[0], sdtype,
+                           (char *)rbuf + coll_gpu_extent_of(rdtype, rdispls[0]), rcounts[0], rdtype, request, &rc)) return rc;
     int size = ompi_comm_size(comm);
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage_v(st, sbuf, sdtype, scounts, sdispls, size, true, false);
     void *hr = coll_gpu_stage_v(st, rbuf, rdtype, rcounts, rdispls, size, sbuf == MPI_IN_PLACE, true);
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     rc = request ? m->prev.ialltoallv(hs, scounts, sdispls, sdtype, hr, rcounts, rdispls, rdtype, comm, request,
                                       m->prev.ialltoallv_module)
@@ -88,11 +93,14 @@ static int alltoallw_staged(const void *sbuf, const int *scounts, const int *sdi
                             void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *const *rdtypes,
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf == MPI_IN_PLACE ? sbuf : (const char *)sbuf + sdispls[0], scounts[0], sdtypes[0],
+                           (char *)rbuf + rdispls[0], rcounts[0], rdtypes[0], request, &rc)) return rc;
     int size = ompi_comm_size(comm);
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = sbuf == MPI_IN_PLACE ? sbuf : coll_gpu_stage_w(st, sbuf, sdtypes, scounts, sdispls, size, true, false);
     void *hr = coll_gpu_stage_w(st, rbuf, rdtypes, rcounts, rdispls, size, sbuf == MPI_IN_PLACE, true);
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     rc = request ? m->prev.ialltoallw(hs, scounts, sdispls, sdtypes, hr, rcounts, rdispls, rdtypes, comm, request,
                                       m->prev.ialltoallw_module)

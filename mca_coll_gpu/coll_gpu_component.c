@@ -156,6 +156,10 @@ static int gpu_register(void)
                               "pipelined through it)", OPAL_INFO_LVL_5, &param_scratch_bytes);
     reg_size("staging_cache_bytes", "Pinned host memory kept cached for the staged path", OPAL_INFO_LVL_6,
              &param_staging_cache_bytes);
+    reg_size("staging_pinned_max_bytes", "Largest host copy of the staged path that is page-locked (pinned); "
+                                         "larger ones, and any whose pinning fails, use pageable memory "
+                                         "(slower copies, same results). 0: no limit",
+             OPAL_INFO_LVL_7, &c->staging_pinned_max_bytes);
     reg_int("max_peers", "Largest node-local communicator the peer-to-peer path serves", OPAL_INFO_LVL_6,
             &param_max_peers);
     reg_int("max_blocks", "Most thread blocks a peer-to-peer kernel launches", OPAL_INFO_LVL_7, &param_max_blocks);
@@ -258,6 +262,8 @@ int coll_gpu_error(gpucoll_status_t status, const char *what)
     case GPUCOLL_ERR_NO_MEMORY: return OMPI_ERR_OUT_OF_RESOURCE;
     case GPUCOLL_ERR_INVALID: return OMPI_ERR_BAD_PARAM;
     case GPUCOLL_ERR_UNSUPPORTED: return OMPI_ERR_NOT_SUPPORTED;
+    case GPUCOLL_ERR_TRUNCATE: return MPI_ERR_TRUNCATE;
+    case GPUCOLL_ERR_MISMATCH: return MPI_ERR_ARG;
     default: return OMPI_ERROR;
     }
 }

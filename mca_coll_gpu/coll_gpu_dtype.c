@@ -69,3 +69,27 @@ gpucoll_op_t coll_gpu_map_op(ompi_op_t *op, gpucoll_dtype_t dtype)
     if (o == GPUCOLL_OP_NONE || !gpucoll_op_valid(o, dtype)) return GPUCOLL_OP_NONE;
     return o;
 }
+
+bool coll_gpu_layout(ompi_datatype_t *dtype, size_t count, size_t blocks, ompi_op_t *op, gpucoll_coll_args_t *a,
+                     ptrdiff_t *first)
+{
+    *first = 0;
+    if (op != NULL) { /* reduction: predefined types only, whose data starts at buf */
+        a->dtype = coll_gpu_map_dtype(dtype);
+        a->op = a->dtype == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, a->dtype);
+        a->count = count;
+        return a->op != GPUCOLL_OP_NONE;
+    }
+    /* A contiguous layout is not necessarily at buf: a subarray with a start
+     * offset, a struct with a displacement or a resized type puts its first
+     * byte at true_lb (which may be negative). Every later element follows
+     * at extent == size. */
+    if (!ompi_datatype_is_contiguous_memory_layout(dtype, count * blocks)) return false;
+    ptrdiff_t true_lb, true_extent;
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    *first = true_lb;
+    a->dtype = GPUCOLL_UINT8;
+    a->op = GPUCOLL_OP_NONE;
+    a->count = count * dtype->super.size;
+    return true;
+}

@@ -5,13 +5,15 @@ static int gather_staged(const void *sbuf, int scount, ompi_datatype_t *sdtype, 
                          ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_request_t **request,
                          mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
     bool is_root = ompi_comm_rank(comm) == root;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, sdtype, scount, true, false);
     void *hr = is_root ? coll_gpu_stage(st, rbuf, rdtype, (size_t)rcount * ompi_comm_size(comm),
                                         sbuf == MPI_IN_PLACE, true)
                        : rbuf;
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     rc = request ? m->prev.igather(hs, scount, sdtype, hr, rcount, rdtype, root, comm, request,
                                    m->prev.igather_module)
@@ -48,13 +50,15 @@ static int gatherv_staged(const void *sbuf, int scount, ompi_datatype_t *sdtype,
                           const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
                           ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, scount, sdtype, (char *)rbuf + coll_gpu_extent_of(rdtype, displs[0]), rcounts[0], rdtype, request, &rc)) return rc;
     bool is_root = ompi_comm_rank(comm) == root;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, sdtype, scount, true, false);
     void *hr = is_root ? coll_gpu_stage_v(st, rbuf, rdtype, rcounts, displs, ompi_comm_size(comm),
                                           sbuf == MPI_IN_PLACE, true)
                        : rbuf;
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     rc = request ? m->prev.igatherv(hs, scount, sdtype, hr, rcounts, displs, rdtype, root, comm, request,
                                     m->prev.igatherv_module)

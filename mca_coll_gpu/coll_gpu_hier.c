@@ -266,23 +266,6 @@ out:
     return m->hier != NULL;
 }
 
-/* Same mapping as the peer-to-peer path (coll_gpu_team.c): reductions need a
- * type and op the GPU knows; data movement goes as bytes of a contiguous layout. */
-static bool hier_elementwise(ompi_datatype_t *dtype, size_t count, ompi_op_t *op, gpucoll_coll_args_t *a)
-{
-    if (op != NULL) {
-        a->dtype = coll_gpu_map_dtype(dtype);
-        a->op = a->dtype == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, a->dtype);
-        a->count = count;
-        return a->op != GPUCOLL_OP_NONE;
-    }
-    if (!ompi_datatype_is_contiguous_memory_layout(dtype, count)) return false;
-    a->dtype = GPUCOLL_UINT8;
-    a->op = GPUCOLL_OP_NONE;
-    a->count = count * dtype->super.size;
-    return true;
-}
-
 /* Every rank of the communicator: 1 if all passed ok != 0. Through the
  * displaced allreduce on host memory, so a node with host buffers (or a
  * broken hier object) simply votes 0 and nobody waits on it. */
@@ -298,10 +281,13 @@ bool coll_gpu_hier_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
     /* Every rank passes the same count and type signature, so skipping empty
      * and small calls is a shared decision (and costs them no agreement). */
     size_t bytes = count * dtype->super.size;
-    if (count == 0 || bytes < mca_coll_gpu_component.config.hier_min_bytes || !hier_ensure(m)) return false;
-    gpucoll_coll_args_t a = {kind, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, 0, GPUCOLL_UINT8, GPUCOLL_OP_NONE,
-                             root, 0};
-    a.local_ok = device_ok && !m->force_staged && hier_elementwise(dtype, count, op, &a);
+    if (bytes == 0 || bytes < mca_coll_gpu_component.config.hier_min_bytes || !hier_ensure(m)) return false;
+    size_t blocks = kind == GPUCOLL_COLL_ALLGATHER ? (size_t)ompi_comm_size(m->comm) : 1;
+    gpucoll_coll_args_t a = {.kind = kind, .dtype = GPUCOLL_UINT8, .op = GPUCOLL_OP_NONE, .root = root};
+    ptrdiff_t first = 0;
+    a.local_ok = device_ok && !m->force_staged && coll_gpu_layout(dtype, count, blocks, op, &a, &first);
+    a.sbuf = sbuf == MPI_IN_PLACE ? NULL : (const char *)sbuf + first;
+    a.rbuf = rbuf == NULL ? NULL : (char *)rbuf + first;
     int ok = a.local_ok && gpucoll_hier_local_ok(m->hier, &a), all;
     int err = hier_agree(m, ok, &all);
     if (err != OMPI_SUCCESS) {

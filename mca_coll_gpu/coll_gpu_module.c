@@ -9,7 +9,9 @@
 int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
-    (void)enable_mpi_threads;
+    /* Known only now (after open): the core orders its streams for it. */
+    mca_coll_gpu_component.config.thread_multiple = enable_mpi_threads;
+    gpucoll_core_configure(&mca_coll_gpu_component.config);
     if (!mca_coll_gpu_component.enable) {
         COLL_GPU_VERBOSE(10, "disabled by coll_gpu_enable=0");
         return OMPI_ERR_NOT_AVAILABLE;

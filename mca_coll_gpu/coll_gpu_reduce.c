@@ -4,12 +4,14 @@
 static int reduce_staged(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op, int root,
                          ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, count, dtype, rbuf, count, dtype, request, &rc)) return rc;
     bool is_root = ompi_comm_rank(comm) == root;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, dtype, count, true, false);
     /* rbuf matters only at the root (where it is also the input if in place). */
     void *hr = is_root ? coll_gpu_stage(st, rbuf, dtype, count, sbuf == MPI_IN_PLACE, true) : rbuf;
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     rc = request ? m->prev.ireduce(hs, hr, count, dtype, op, root, comm, request, m->prev.ireduce_module)
                  : m->prev.reduce(hs, hr, count, dtype, op, root, comm, m->prev.reduce_module);

@@ -8,12 +8,14 @@ static int reduce_scatter_staged(const void *sbuf, void *rbuf, size_t total, siz
                                  int rcount, ompi_datatype_t *dtype, ompi_op_t *op, ompi_communicator_t *comm,
                                  ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
+    int rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, mine, dtype, rbuf, mine, dtype, request, &rc)) return rc;
     bool in_place = sbuf == MPI_IN_PLACE;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, dtype, total, true, false);
     void *hr = coll_gpu_stage(st, rbuf, dtype, in_place ? total : mine, in_place, true);
     if (in_place && coll_gpu_is_device(rbuf)) coll_gpu_stage_limit_out(st, dtype, 0, mine);
-    int rc = coll_gpu_stage_failed(st);
+    rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     if (rcounts)
         rc = request ? m->prev.ireduce_scatter(hs, hr, rcounts, dtype, op, comm, request,

@@ -16,7 +16,11 @@ typedef struct coll_gpu_request_t {
     ompi_coll_base_nbc_request_t super;
     ompi_request_t *inner;
     coll_gpu_stage_t *stage;
-    bool freed; /* MPI_Request_free came before completion */
+    /* Two owners: the application's handle (gone at request_free, which
+     * MPI_Wait/Test also call) and the pending completion (gone once
+     * request_complete is done with it). Whichever goes last frees it; the
+     * two may run at once on different threads. */
+    int32_t owners;
     struct coll_gpu_request_t *next;
 } coll_gpu_request_t;
 
@@ -24,19 +28,21 @@ static OBJ_CLASS_INSTANCE(coll_gpu_request_t, ompi_coll_base_nbc_request_t, NULL
 
 static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
 static coll_gpu_request_t *active;   /* requests whose inner request is pending */
-static volatile int active_count;    /* read without the lock on the fast path */
+static int active_count;             /* read without the lock on the fast path (atomically) */
 static bool progress_registered;
+
+static void request_disown(coll_gpu_request_t *r)
+{
+    if (__atomic_sub_fetch(&r->owners, 1, __ATOMIC_ACQ_REL) != 0) return;
+    OMPI_REQUEST_FINI(&r->super.super);
+    OBJ_RELEASE(r);
+}
 
 static int request_free(ompi_request_t **rp)
 {
     coll_gpu_request_t *r = (coll_gpu_request_t *)*rp;
     *rp = MPI_REQUEST_NULL;
-    if (!REQUEST_COMPLETE(&r->super.super)) { /* the progress callback releases it */
-        r->freed = true;
-        return OMPI_SUCCESS;
-    }
-    OMPI_REQUEST_FINI(&r->super.super);
-    OBJ_RELEASE(r);
+    request_disown(r); /* before completion: the progress callback frees it */
     return OMPI_SUCCESS;
 }
 
@@ -54,17 +60,13 @@ static void request_complete(coll_gpu_request_t *r)
     rc = coll_gpu_stage_release(r->stage, rc);
     r->stage = NULL;
     r->super.super.req_status.MPI_ERROR = rc;
-    bool freed = r->freed;
     ompi_request_complete(&r->super.super, true);
-    if (freed) {
-        OMPI_REQUEST_FINI(&r->super.super);
-        OBJ_RELEASE(r);
-    }
+    request_disown(r);
 }
 
 static int coll_gpu_progress(void)
 {
-    if (active_count == 0) return 0;
+    if (__atomic_load_n(&active_count, __ATOMIC_RELAXED) == 0) return 0;
     coll_gpu_request_t *done = NULL;
     pthread_mutex_lock(&active_lock);
     for (coll_gpu_request_t **p = &active; *p;) {
@@ -73,7 +75,7 @@ static int coll_gpu_progress(void)
             *p = r->next;
             r->next = done;
             done = r;
-            active_count--;
+            __atomic_store_n(&active_count, active_count - 1, __ATOMIC_RELAXED);
         } else {
             p = &r->next;
         }
@@ -107,7 +109,7 @@ int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_c
     r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
     r->inner = *request;
     r->stage = st;
-    r->freed = false;
+    r->owners = 2;
 
     pthread_mutex_lock(&active_lock);
     if (!progress_registered) {
@@ -116,7 +118,7 @@ int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_c
     }
     r->next = active;
     active = r;
-    active_count++;
+    __atomic_store_n(&active_count, active_count + 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&active_lock);
 
     *request = &r->super.super;

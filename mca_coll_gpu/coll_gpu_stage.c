@@ -10,14 +10,22 @@
 
 typedef struct stage_buf {
     char *user;        /* the caller's pointer */
-    char *host;        /* pinned copy of [user + lo, user + hi) */
+    char *host;        /* host copy of [user + lo, user + hi): pinned, or pageable */
+    bool pageable;
     ptrdiff_t lo, hi;  /* staged region, relative to user */
     ptrdiff_t out_lo, out_hi; /* part copied back (empty: nothing) */
 } stage_buf_t;
 
+/* A rank whose staging fails must still take part in the collective: the
+ * others are already in it (or will be) and cannot learn of our failure, so
+ * leaving would hang them. So a failed pinned allocation falls back to
+ * pageable memory, and a failed copy in is remembered (`deferred`) and
+ * returned once the collective is over, without copying results back. Only
+ * a rank that cannot get host memory at all stays out (`error`). */
 struct coll_gpu_stage {
     int n;
-    int error; /* OMPI error if staging failed */
+    int error;    /* OMPI error: this rank cannot take part */
+    int deferred; /* OMPI error to return after the collective */
     stage_buf_t buf[COLL_GPU_STAGE_MAX];
 };
 
@@ -37,9 +45,11 @@ static void *stage_region(coll_gpu_stage_t *st, const void *buf, ptrdiff_t lo, p
         return (void *)buf;
     }
     stage_buf_t *b = &st->buf[st->n];
-    b->host = gpucoll_host_alloc((size_t)(hi - lo));
-    if (b->host == NULL) {
-        st->error = coll_gpu_error(GPUCOLL_ERR_NO_MEMORY, "staging a device buffer");
+    size_t bytes = (size_t)(hi - lo), pinned_max = mca_coll_gpu_component.staging_pinned_max_bytes;
+    b->host = pinned_max == 0 || bytes <= pinned_max ? gpucoll_host_alloc(bytes) : NULL;
+    b->pageable = b->host == NULL;
+    if (b->pageable && (b->host = malloc(bytes)) == NULL) {
+        st->error = coll_gpu_error(GPUCOLL_ERR_NO_MEMORY, "staging a device buffer in host memory");
         return (void *)buf;
     }
     b->user = (char *)buf;
@@ -48,9 +58,9 @@ static void *stage_region(coll_gpu_stage_t *st, const void *buf, ptrdiff_t lo, p
     b->out_lo = out ? lo : 0;
     b->out_hi = out ? hi : 0;
     st->n++;
-    if (in) {
-        gpucoll_status_t s = gpucoll_copy(b->host, b->user + lo, (size_t)(hi - lo));
-        if (s != GPUCOLL_SUCCESS) st->error = coll_gpu_error(s, "copying a device buffer to host");
+    if (in && !st->deferred) {
+        gpucoll_status_t s = gpucoll_copy(b->host, b->user + lo, bytes);
+        if (s != GPUCOLL_SUCCESS) st->deferred = coll_gpu_error(s, "copying a device buffer to host");
     }
     return b->host - lo;
 }
@@ -120,6 +130,7 @@ int coll_gpu_stage_failed(coll_gpu_stage_t *st)
 
 int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc)
 {
+    if (rc == OMPI_SUCCESS) rc = st->deferred;
     for (int i = 0; i < st->n; i++) {
         stage_buf_t *b = &st->buf[i];
         if (rc == OMPI_SUCCESS && b->out_hi > b->out_lo) {
@@ -127,7 +138,8 @@ int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc)
                                               (size_t)(b->out_hi - b->out_lo));
             if (s != GPUCOLL_SUCCESS) rc = coll_gpu_error(s, "copying a result back to the device");
         }
-        gpucoll_host_free(b->host, (size_t)(b->hi - b->lo));
+        if (b->pageable) free(b->host);
+        else gpucoll_host_free(b->host, (size_t)(b->hi - b->lo));
     }
     free(st);
     return rc;
@@ -136,7 +148,7 @@ int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc)
 int coll_gpu_stage_finish(coll_gpu_stage_t *st, int rc, ompi_communicator_t *comm, ompi_request_t **request)
 {
     if (request == NULL || rc != OMPI_SUCCESS) return coll_gpu_stage_release(st, rc);
-    if (st->n == 0) { /* nothing to copy back */
+    if (st->n == 0 && !st->deferred) { /* nothing to copy back */
         free(st);
         return rc;
     }

@@ -2,23 +2,6 @@
  * it; the core agrees with the other ranks (see gpucoll_team_run). */
 #include "coll_gpu.h"
 
-static bool elementwise(ompi_datatype_t *dtype, size_t count, gpucoll_dtype_t *out_dtype, size_t *out_count,
-                        ompi_op_t *op, gpucoll_op_t *out_op)
-{
-    if (op != NULL) { /* reduction: needs a type and op the kernels know */
-        *out_dtype = coll_gpu_map_dtype(dtype);
-        *out_op = *out_dtype == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, *out_dtype);
-        *out_count = count;
-        return *out_op != GPUCOLL_OP_NONE;
-    }
-    /* data movement: any contiguous layout moves as bytes */
-    if (!ompi_datatype_is_contiguous_memory_layout(dtype, count)) return false;
-    *out_dtype = GPUCOLL_UINT8;
-    *out_op = GPUCOLL_OP_NONE;
-    *out_count = count * dtype->super.size;
-    return true;
-}
-
 /* Runs `a` on the team: false if every rank stages it instead. */
 static bool run_on_team(mca_coll_gpu_module_t *m, const gpucoll_coll_args_t *a, int *rc)
 {
@@ -37,11 +20,15 @@ static bool run_on_team(mca_coll_gpu_module_t *m, const gpucoll_coll_args_t *a, 
 bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
                        size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc)
 {
-    /* Every rank passes the same count, so skipping empty calls is a shared decision. */
-    if (count == 0 || !coll_gpu_team_ensure(m)) return false;
-    gpucoll_coll_args_t a = {kind, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, 0, GPUCOLL_UINT8, GPUCOLL_OP_NONE,
-                             root, 0};
-    a.local_ok = device_ok && !m->force_staged && elementwise(dtype, count, &a.dtype, &a.count, op, &a.op);
+    /* Every rank names the same number of bytes (MPI's type signature rule),
+     * so skipping empty calls is a shared decision. */
+    if (count * dtype->super.size == 0 || !coll_gpu_team_ensure(m)) return false;
+    size_t blocks = kind == GPUCOLL_COLL_ALLGATHER || kind == GPUCOLL_COLL_ALLTOALL ? (size_t)ompi_comm_size(m->comm) : 1;
+    gpucoll_coll_args_t a = {.kind = kind, .dtype = GPUCOLL_UINT8, .op = GPUCOLL_OP_NONE, .root = root};
+    ptrdiff_t first = 0;
+    a.local_ok = device_ok && !m->force_staged && coll_gpu_layout(dtype, count, blocks, op, &a, &first);
+    a.sbuf = sbuf == MPI_IN_PLACE ? NULL : (const char *)sbuf + first;
+    a.rbuf = rbuf == NULL ? NULL : (char *)rbuf + first;
     return run_on_team(m, &a, rc);
 }
 
@@ -49,21 +36,31 @@ bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
  * contiguous type whose extent is its size, so that counts and displacements
  * scale alike), elements of a mapped type for reductions. *unit: bytes or
  * elements per element of dtype. */
-static bool vector_units(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_coll_args_t *a, size_t *unit)
+/* Vector layouts in the units the core takes: bytes for data movement (a
+ * contiguous type whose extent is its size, so that counts and displacements
+ * scale alike; its data starts at true_lb), elements of a mapped type for
+ * reductions. *unit: bytes or elements per element of dtype; *first: where
+ * element 0 starts, relative to the buffer. */
+static bool vector_units(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_coll_args_t *a, size_t *unit,
+                         ptrdiff_t *first)
 {
+    *first = 0;
     if (op != NULL) {
         a->dtype = coll_gpu_map_dtype(dtype);
         a->op = a->dtype == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, a->dtype);
         *unit = 1;
         return a->op != GPUCOLL_OP_NONE;
     }
-    ptrdiff_t lb, extent;
+    ptrdiff_t lb, extent, true_lb, true_extent;
     ompi_datatype_get_extent(dtype, &lb, &extent);
-    if (!ompi_datatype_is_contiguous_memory_layout(dtype, 2) || lb != 0 || (size_t)extent != dtype->super.size)
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    if (!ompi_datatype_is_contiguous_memory_layout(dtype, 2) || (size_t)extent != dtype->super.size ||
+        dtype->super.size == 0)
         return false;
     a->dtype = GPUCOLL_UINT8;
     a->op = GPUCOLL_OP_NONE;
     *unit = dtype->super.size;
+    *first = true_lb;
     return true;
 }
 
@@ -75,9 +72,11 @@ bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, con
     int size = ompi_comm_size(m->comm);
     size_t c[GPUCOLL_TEAM_MAX_RANKS] = {0}, d[GPUCOLL_TEAM_MAX_RANKS] = {0}, rc_[GPUCOLL_TEAM_MAX_RANKS] = {0},
            rd[GPUCOLL_TEAM_MAX_RANKS] = {0};
-    gpucoll_coll_args_t a = {kind, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, 0, GPUCOLL_UINT8, GPUCOLL_OP_NONE, 0, 0};
+    gpucoll_coll_args_t a = {.kind = kind, .sbuf = sbuf == MPI_IN_PLACE ? NULL : sbuf, .rbuf = rbuf,
+                             .dtype = GPUCOLL_UINT8, .op = GPUCOLL_OP_NONE};
     size_t unit = 1, total = 0;
-    bool ok = size <= GPUCOLL_TEAM_MAX_RANKS && !m->force_staged && vector_units(dtype, op, &a, &unit);
+    ptrdiff_t first = 0;
+    bool ok = size <= GPUCOLL_TEAM_MAX_RANKS && !m->force_staged && vector_units(dtype, op, &a, &unit, &first);
     for (int i = 0; ok && i < size; i++) {
         ok = counts[i] >= 0 && (displs == NULL || displs[i] >= 0) && (rcounts == NULL || rcounts[i] >= 0) &&
              (rdispls == NULL || rdispls[i] >= 0);
@@ -93,6 +92,8 @@ bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, con
      * rank's own, and every rank must reach the agreement. */
     if (ok && total == 0 && kind != GPUCOLL_COLL_ALLTOALLV) return false;
     a.count = total;
+    if (a.sbuf) a.sbuf = (const char *)a.sbuf + first;
+    a.rbuf = (char *)rbuf + first;
     a.counts = c;
     a.displs = displs ? d : NULL;
     a.rcounts = rcounts ? rc_ : NULL;

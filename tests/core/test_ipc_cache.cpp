@@ -2,8 +2,10 @@
 // that decides which peer mappings stay open, and the zero-copy rows of the
 // algorithm table.
 #include <cstdio>
+#include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "algo_select.hpp"
 #include "ipc_cache.hpp"
@@ -46,6 +48,86 @@ int main()
     }
     CHECK(open.size() == 64 && cycle.size() == 64);
     CHECK(unmapped == 3 * 100000 - 64);
+
+    // Pins: a mapping some call still uses is never handed back for closing
+    // while pinned; pushed out of the LRU it waits for its last unpin, and a
+    // pin taken meanwhile finds it there instead of mapping it twice.
+    {
+        PinnedLru<Key, int> pc(2);
+        int closable = -1;
+        CHECK(!pc.insert_pinned({0, 1}, 10, &closable)); // call A maps buffer 1 and 2
+        CHECK(!pc.insert_pinned({0, 2}, 20, &closable));
+        CHECK(!pc.insert_pinned({0, 3}, 30, &closable)); // call B: 1 goes out of the LRU, pinned
+        CHECK(pc.size() == 2 && pc.waiting() == 1);
+        CHECK(pc.pin({0, 1}) && *pc.pin({0, 1}) == 10); // found while waiting (two pins more)
+        CHECK(!pc.unpin({0, 1}, &closable) && !pc.unpin({0, 1}, &closable));
+        CHECK(pc.waiting() == 1);
+        CHECK(pc.unpin({0, 1}, &closable) && closable == 10); // A's own pin was the last
+        CHECK(pc.waiting() == 0 && !pc.pin({0, 1}));
+        CHECK(!pc.unpin({0, 2}, &closable)); // still in the LRU: stays open
+        // An unpin is no use: 2 stays the least recent, and the next insert closes it at once.
+        closable = -1;
+        CHECK(pc.insert_pinned({0, 4}, 40, &closable) && closable == 20);
+        CHECK(!pc.unpin({0, 3}, &closable) && !pc.unpin({0, 4}, &closable));
+        // Same allocation twice in one call (in place): two pins, two unpins.
+        CHECK(pc.pin({0, 4}) && pc.pin({0, 4}));
+        CHECK(pc.insert_pinned({0, 5}, 50, &closable) && closable == 30); // 3 was unpinned
+        CHECK(!pc.insert_pinned({0, 6}, 60, &closable) && pc.waiting() == 1); // 4 still pinned twice
+        CHECK(!pc.unpin({0, 4}, &closable) && pc.unpin({0, 4}, &closable) && closable == 40);
+        std::vector<int> drained;
+        pc.drain([&drained](int v) { drained.push_back(v); });
+        CHECK(drained.size() == 2 && pc.size() == 0 && pc.waiting() == 0);
+    }
+    // Random interleaving of many "threads'" calls over a small cache: every
+    // value is closed exactly once, never while pinned, and what stays open
+    // is bounded by the capacity plus what is pinned.
+    {
+        PinnedLru<Key, int> pc(4);
+        std::map<Key, int> pins;   // what the calls in flight hold
+        std::set<Key> open_now;    // mapped and not closed
+        unsigned long long state = 12345;
+        auto rnd = [&state](unsigned n) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            return (unsigned)(state >> 33) % n;
+        };
+        std::vector<std::vector<Key>> calls(6);
+        long closed = 0, opened = 0;
+        for (int step = 0; step < 200000; step++) {
+            auto &c = calls[rnd(6)];
+            if (c.empty() || (c.size() < 4 && rnd(2))) {
+                Key k{(int)rnd(3), rnd(10)};
+                int closable = -1;
+                if (!pc.pin(k)) {
+                    CHECK(!open_now.count(k));
+                    open_now.insert(k);
+                    opened++;
+                    if (pc.insert_pinned(k, (int)(k.first * 100 + k.second), &closable)) {
+                        Key gk{closable / 100, (unsigned long long)(closable % 100)};
+                        CHECK(open_now.erase(gk) == 1 && pins[gk] == 0, "closed %d while pinned", closable);
+                        closed++;
+                    }
+                }
+                pins[k]++;
+                c.push_back(k);
+            } else { // the call is over: unpin all it took
+                for (const Key &k : c) {
+                    int closable = -1;
+                    pins[k]--;
+                    if (pc.unpin(k, &closable)) {
+                        CHECK(closable == (int)(k.first * 100 + k.second));
+                        CHECK(pins[k] == 0 && open_now.erase(k) == 1);
+                        closed++;
+                    }
+                }
+                c.clear();
+            }
+            size_t pinned = 0;
+            for (auto &e : pins) pinned += e.second > 0;
+            CHECK(open_now.size() <= 4 + pinned);
+        }
+        CHECK(opened - closed == (long)open_now.size());
+        CHECK(pc.size() + pc.waiting() == open_now.size());
+    }
 
     // The zero-copy rows serve only when the caller says buffers are mapped.
     gpucoll_config_t cfg{};

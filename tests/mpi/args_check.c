@@ -1,0 +1,180 @@
+/* Bad arguments on device buffers: the peer path must turn them into MPI
+ * errors on every rank (no hang, no write outside what a rank made room
+ * for), and the communicator must work normally afterwards.
+ *
+ *   args_check [--one-gpu]
+ *
+ * Cases (MPI_ERRORS_RETURN on a dup of MPI_COMM_WORLD):
+ *  - alltoallv where rank 0 sends rank 1 one element more than rank 1
+ *    expects: MPI_ERR_TRUNCATE on rank 1, an error on every rank, and rank
+ *    1's buffer untouched outside its blocks (sentinels);
+ *  - alltoallv where rank 0 sends rank 1 one element less: an error on every
+ *    rank (Open MPI's own path leaves that erroneous call undefined);
+ *  - allreduce and bcast whose count differs on the last rank by 2^20 + 1
+ *    elements (a hash of the arguments could miss it): an error everywhere,
+ *    MPI_ERR_TRUNCATE where the buffer is the smaller one;
+ *  - a correct allreduce and alltoallv after each, checked exactly.
+ * Needs 2+ ranks and a GPU (exit 77 otherwise). Run it where the ranks form
+ * a team (coll_gpu_shared_gpu=1 when they share a GPU): on the staged path
+ * these erroneous calls would be Open MPI's to judge. */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size, failures, checks;
+static MPI_Comm comm;
+
+#define FAIL(...)                                                 \
+    do {                                                          \
+        fprintf(stderr, "rank %d FAIL ", rank);                   \
+        fprintf(stderr, __VA_ARGS__);                             \
+        fprintf(stderr, "\n");                                    \
+        failures++;                                               \
+    } while (0)
+
+static int err_class(int rc)
+{
+    int c = rc;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &c);
+    return c;
+}
+
+static int *dev_fill(size_t n, int v)
+{
+    int *h = malloc(n * sizeof(int)), *d = NULL;
+    for (size_t i = 0; i < n; i++) h[i] = v;
+    if (cudaMalloc((void **)&d, n * sizeof(int)) != cudaSuccess) MPI_Abort(MPI_COMM_WORLD, 2);
+    cudaMemcpy(d, h, n * sizeof(int), cudaMemcpyHostToDevice);
+    free(h);
+    return d;
+}
+
+static int *to_host(const int *d, size_t n)
+{
+    int *h = malloc(n * sizeof(int));
+    cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceToHost);
+    return h;
+}
+
+/* A well-formed allreduce and alltoallv, checked exactly. */
+static void check_still_works(const char *after)
+{
+    const size_t n = 1000;
+    int *s = dev_fill(n, rank + 1), *r = dev_fill(n, -1);
+    int rc = MPI_Allreduce(s, r, (int)n, MPI_INT, MPI_SUM, comm);
+    int *h = to_host(r, n);
+    checks++;
+    if (rc != MPI_SUCCESS || h[0] != size * (size + 1) / 2 || h[n - 1] != size * (size + 1) / 2)
+        FAIL("allreduce after %s: rc %d, got %d", after, rc, h[0]);
+    free(h);
+    cudaFree(s);
+    cudaFree(r);
+
+    int counts[64], displs[64];
+    for (int p = 0; p < size; p++) {
+        counts[p] = 3;
+        displs[p] = 3 * p;
+    }
+    s = dev_fill(3 * (size_t)size, rank);
+    r = dev_fill(3 * (size_t)size, -1);
+    rc = MPI_Alltoallv(s, counts, displs, MPI_INT, r, counts, displs, MPI_INT, comm);
+    h = to_host(r, 3 * (size_t)size);
+    checks++;
+    for (int p = 0; p < size; p++)
+        if (rc != MPI_SUCCESS || h[3 * p] != p || h[3 * p + 2] != p) {
+            FAIL("alltoallv after %s: rc %d, block %d holds %d", after, rc, p, h[3 * p]);
+            break;
+        }
+    free(h);
+    cudaFree(s);
+    cudaFree(r);
+}
+
+/* Rank 0 sends rank 1 `extra` elements more (or fewer) than rank 1 expects. */
+static void alltoallv_mismatch(int extra)
+{
+    const int c = 4, gap = 4; /* blocks of c with sentinel gaps between them */
+    int scounts[64], sdispls[64], rcounts[64], rdispls[64];
+    for (int p = 0; p < size; p++) {
+        scounts[p] = rcounts[p] = c;
+        sdispls[p] = c * p;
+        rdispls[p] = (c + gap) * p;
+    }
+    if (rank == 0) scounts[1] += extra;
+    size_t rtotal = (size_t)(c + gap) * size;
+    int *s = dev_fill((size_t)c * size + 8, 7), *r = dev_fill(rtotal, -1);
+    int rc = MPI_Alltoallv(s, scounts, sdispls, MPI_INT, r, rcounts, rdispls, MPI_INT, comm);
+    checks++;
+    char what[64];
+    snprintf(what, sizeof what, "alltoallv with rank 0 sending %+d", extra);
+    if (rc == MPI_SUCCESS) FAIL("%s: returned success", what);
+    if (extra > 0 && rank == 1 && err_class(rc) != MPI_ERR_TRUNCATE)
+        FAIL("%s: rank 1 got error class %d, expected MPI_ERR_TRUNCATE", what, err_class(rc));
+    int *h = to_host(r, rtotal);
+    for (int p = 0; p < size; p++)
+        for (int i = c; i < c + gap; i++)
+            if (h[(c + gap) * p + i] != -1) {
+                FAIL("%s: sentinel after block %d overwritten (%d)", what, p, h[(c + gap) * p + i]);
+                p = size;
+                break;
+            }
+    free(h);
+    cudaFree(s);
+    cudaFree(r);
+    check_still_works(what);
+}
+
+static void count_mismatch(void)
+{
+    const size_t base = 1000, big = base + (1u << 20) + 1;
+    size_t n = rank == size - 1 ? big : base;
+    int *s = dev_fill(big, 1), *r = dev_fill(big, -1);
+    int rc = MPI_Allreduce(s, r, (int)n, MPI_INT, MPI_SUM, comm);
+    checks++;
+    if (rc == MPI_SUCCESS) FAIL("allreduce with the last rank's count %zu: returned success", big);
+    else if (rank != size - 1 && err_class(rc) != MPI_ERR_TRUNCATE)
+        FAIL("allreduce count mismatch: error class %d, expected MPI_ERR_TRUNCATE", err_class(rc));
+    check_still_works("allreduce count mismatch");
+    rc = MPI_Bcast(r, (int)n, MPI_INT, 0, comm);
+    checks++;
+    if (rc == MPI_SUCCESS) FAIL("bcast with the last rank's count %zu: returned success", big);
+    cudaFree(s);
+    cudaFree(r);
+    check_still_works("bcast count mismatch");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int one_gpu = argc > 1 && !strcmp(argv[1], "--one-gpu"), ndev = 0;
+    if (size < 2 || size > 64 || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (rank == 0) printf("args_check: needs 2-64 ranks and a GPU: skipped\n");
+        MPI_Finalize();
+        return 77;
+    }
+    MPI_Comm node;
+    int local = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    cudaSetDevice(one_gpu ? 0 : local % ndev);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+
+    check_still_works("setup");
+    alltoallv_mismatch(+1);
+    alltoallv_mismatch(-1);
+    count_mismatch();
+
+    int total_fail = 0, total_checks = 0;
+    MPI_Allreduce(&failures, &total_fail, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&checks, &total_checks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("args_check (%d ranks): %d checks, %d failed\n", size, total_checks, total_fail);
+    MPI_Comm_free(&comm);
+    MPI_Finalize();
+    return total_fail ? 1 : 0;
+}
