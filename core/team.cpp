@@ -26,6 +26,7 @@
 #include "no_throw.hpp"
 #include "peer_args.h"
 #include "resident.hpp"
+#include "team.hpp"
 
 using namespace gpucoll;
 
@@ -318,7 +319,7 @@ int shm_attach(ShmWay way, const ShmExchange &r0)
 
 } // namespace
 
-static gpucoll_status_t gpucoll_team_create_body(const gpucoll_team_oob_t *oob, gpucoll_team_t **out)
+static gpucoll_status_t team_create_body(const gpucoll_team_oob_t *oob, gpucoll_team_t **out, TeamShm shm)
 {
     *out = nullptr;
     if (oob->size > kMaxPeers || oob->size > config().max_peers)
@@ -327,9 +328,7 @@ static gpucoll_status_t gpucoll_team_create_body(const gpucoll_team_oob_t *oob, 
     // Every rank calls the allgather as often as the others, whatever fails
     // here: a rank without its team object only says so in round 2.
     gpucoll_team *t = new (std::nothrow) gpucoll_team;
-    // For the tests of the fallback.
-    const char *force = getenv("GPUCOLL_TEAM_SHM");
-    const bool named_only = force && strcmp(force, "named") == 0;
+    const bool named_only = shm == TeamShm::NamedOnly;
     void *map = MAP_FAILED;
     int rc = 0;
     bool all_ok = false;
@@ -372,9 +371,14 @@ static gpucoll_status_t gpucoll_team_create_body(const gpucoll_team_oob_t *oob, 
     return GPUCOLL_SUCCESS;
 }
 
+gpucoll_status_t gpucoll::team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **out, TeamShm shm)
+{
+    return no_throw([&] { return team_create_body(oob, out, shm); });
+}
+
 extern "C" gpucoll_status_t gpucoll_team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **out)
 {
-    return no_throw([&] { return gpucoll_team_create_body(oob, out); });
+    return team_create(oob, out, TeamShm::MemfdFirst);
 }
 
 extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)

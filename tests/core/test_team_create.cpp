@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gpucoll_core.h"
+#include "team.hpp"
 
 #include "../common/check.h"
 
@@ -92,7 +93,7 @@ int child_allgather(const void *in, void *out, size_t bytes, void *ctx)
 enum Exit { kTeam = 0, kNoTeam = 3, kBadStatus = 4 };
 
 // In the child: one team, then report through the exit status.
-[[noreturn]] void run_rank(int sock, int rank, int size, int kill_round, bool no_fds)
+[[noreturn]] void run_rank(int sock, int rank, int size, int kill_round, bool no_fds, bool named)
 {
     if (no_fds) {
         // Every new descriptor fails (EMFILE): memfd_create and shm_open too.
@@ -105,7 +106,8 @@ enum Exit { kTeam = 0, kNoTeam = 3, kBadStatus = 4 };
     Child c{sock, rank, kill_round, 0};
     gpucoll_team_oob_t oob{rank, size, child_allgather, &c};
     gpucoll_team_t *team = nullptr;
-    gpucoll_status_t st = gpucoll_team_create(&oob, &team);
+    gpucoll_status_t st = named ? gpucoll::team_create(&oob, &team, gpucoll::TeamShm::NamedOnly)
+                                : gpucoll_team_create(&oob, &team);
     int code = st == GPUCOLL_SUCCESS ? (team ? kTeam : kBadStatus) : (team ? kBadStatus : kNoTeam);
     if (st != GPUCOLL_SUCCESS && !gpucoll_last_error()[0]) code = kBadStatus;
     gpucoll_team_destroy(team);
@@ -123,8 +125,6 @@ struct Outcome {
 // is gone; then closes every connection, so the others see EOF.
 Outcome run_team(int size, int victim, int kill_round, bool rank0_no_fds, bool named)
 {
-    if (named) setenv("GPUCOLL_TEAM_SHM", "named", 1);
-    else unsetenv("GPUCOLL_TEAM_SHM");
     std::vector<int> socks(size, -1);
     std::vector<pid_t> pids(size, -1);
     for (int r = 0; r < size; r++) {
@@ -138,7 +138,7 @@ Outcome run_team(int size, int victim, int kill_round, bool rank0_no_fds, bool n
         if (pid == 0) {
             close(sv[0]);
             for (int q = 0; q < r; q++) close(socks[q]);
-            run_rank(sv[1], r, size, r == victim ? kill_round : 0, r == 0 && rank0_no_fds);
+            run_rank(sv[1], r, size, r == victim ? kill_round : 0, r == 0 && rank0_no_fds, named);
         }
         close(sv[1]);
         socks[r] = sv[0];

@@ -8,6 +8,9 @@
 //   launch (cpu)         cudaLaunchKernel alone, with a 512-byte argument
 //   pointer query        cuPointerGetAttribute(MEMORY_TYPE) on a device pointer
 //   pointer attributes   cudaPointerGetAttributes on a device pointer
+//   copy 8 B             cudaMemcpyAsync device to device + sync (what a
+//                        one-rank collective costs at least)
+//   copy 16 MiB (GB/s)   the same at 16 MiB and 256 MiB, as bandwidth
 //
 // usage: gpucoll-floor [repetitions]      (exit 77 without a GPU)
 #include <cuda.h>
@@ -101,5 +104,24 @@ int main(int argc, char **argv)
     cudaPointerAttributes attr;
     double pa = mean_us(reps, [&](int) { CHECK(cudaPointerGetAttributes(&attr, dev)); });
     std::printf("pointer attributes  %8.2f\n", pa);
+
+    const size_t big_bytes = 256u << 20;
+    char *a, *b;
+    CHECK(cudaMalloc((void **)&a, big_bytes));
+    CHECK(cudaMalloc((void **)&b, big_bytes));
+    double c8 = mean_us(reps, [&](int) {
+        CHECK(cudaMemcpyAsync(b, a, 8, cudaMemcpyDeviceToDevice, s));
+        CHECK(cudaStreamSynchronize(s));
+    });
+    std::printf("copy 8 B            %8.2f\n", c8);
+    for (size_t bytes : {(size_t)16 << 20, big_bytes}) {
+        double us = mean_us(reps / 100 + 10, [&](int) {
+            CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+            CHECK(cudaStreamSynchronize(s));
+        });
+        std::printf("copy %3zu MiB (GB/s) %8.2f   (%.2f us)\n", bytes >> 20, bytes / us / 1e3, us);
+    }
+    CHECK(cudaFree(a));
+    CHECK(cudaFree(b));
     return 0;
 }
