@@ -111,8 +111,9 @@ int coll_gpu_stage_finish(coll_gpu_stage_t *st, int rc, ompi_communicator_t *com
  * `scount` x sdtype at sbuf to `rcount` x rdtype at rbuf on the GPU (nothing
  * in place, i.e. sbuf or rbuf MPI_IN_PLACE), completes `request` (if any) at
  * once, and returns true with the result in *rc. False (the caller stages)
- * for host buffers or a layout that is not one run of bytes. */
-bool coll_gpu_self_copy(ompi_communicator_t *comm, const void *sbuf, size_t scount, ompi_datatype_t *sdtype,
+ * for host buffers, a layout that is not one run of bytes, or where staging
+ * is forced (path=staged, info coll_gpu_path=staged). */
+bool coll_gpu_self_copy(mca_coll_gpu_module_t *m, const void *sbuf, size_t scount, ompi_datatype_t *sdtype,
                         void *rbuf, size_t rcount, ompi_datatype_t *rdtype, ompi_request_t **request, int *rc);
 /* Bytes spanned by n extents of dtype: a displacement in a v-collective. */
 static inline ptrdiff_t coll_gpu_extent_of(ompi_datatype_t *dtype, int n)

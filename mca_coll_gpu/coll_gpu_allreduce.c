@@ -5,7 +5,7 @@ static int allreduce_staged(const void *sbuf, void *rbuf, int count, ompi_dataty
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, count, dtype, rbuf, count, dtype, request, &rc)) return rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf, count, dtype, rbuf, count, dtype, request, &rc)) return rc;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, dtype, count, true, false);
     void *hr = coll_gpu_stage(st, rbuf, dtype, count, sbuf == MPI_IN_PLACE, true);

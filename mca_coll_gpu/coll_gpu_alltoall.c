@@ -6,7 +6,7 @@ static int alltoall_staged(const void *sbuf, int scount, ompi_datatype_t *sdtype
                            mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
     int size = ompi_comm_size(comm);
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, sdtype, (size_t)scount * size, true, false);
@@ -47,7 +47,7 @@ static int alltoallv_staged(const void *sbuf, const int *scounts, const int *sdi
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf == MPI_IN_PLACE ? sbuf : (const char *)sbuf + coll_gpu_extent_of(sdtype, sdispls[0]), scounts[0], sdtype,
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf == MPI_IN_PLACE ? sbuf : (const char *)sbuf + coll_gpu_extent_of(sdtype, sdispls[0]), scounts[0], sdtype,
                            (char *)rbuf + coll_gpu_extent_of(rdtype, rdispls[0]), rcounts[0], rdtype, request, &rc)) return rc;
     int size = ompi_comm_size(comm);
     coll_gpu_stage_t *st = coll_gpu_stage_new();
@@ -94,7 +94,7 @@ static int alltoallw_staged(const void *sbuf, const int *scounts, const int *sdi
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf == MPI_IN_PLACE ? sbuf : (const char *)sbuf + sdispls[0], scounts[0], sdtypes[0],
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf == MPI_IN_PLACE ? sbuf : (const char *)sbuf + sdispls[0], scounts[0], sdtypes[0],
                            (char *)rbuf + rdispls[0], rcounts[0], rdtypes[0], request, &rc)) return rc;
     int size = ompi_comm_size(comm);
     coll_gpu_stage_t *st = coll_gpu_stage_new();

@@ -5,7 +5,7 @@ static int bcast_staged(void *buf, int count, ompi_datatype_t *dtype, int root, 
                         ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, MPI_IN_PLACE, 0, dtype, buf, count, dtype, request, &rc)) return rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, MPI_IN_PLACE, 0, dtype, buf, count, dtype, request, &rc)) return rc;
     bool is_root = ompi_comm_rank(comm) == root;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     void *hb = coll_gpu_stage(st, buf, dtype, count, is_root, !is_root);

@@ -6,7 +6,7 @@ static int gather_staged(const void *sbuf, int scount, ompi_datatype_t *sdtype, 
                          mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
     bool is_root = ompi_comm_rank(comm) == root;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, sdtype, scount, true, false);
@@ -51,7 +51,7 @@ static int gatherv_staged(const void *sbuf, int scount, ompi_datatype_t *sdtype,
                           ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, scount, sdtype, (char *)rbuf + coll_gpu_extent_of(rdtype, displs[0]), rcounts[0], rdtype, request, &rc)) return rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf, scount, sdtype, (char *)rbuf + coll_gpu_extent_of(rdtype, displs[0]), rcounts[0], rdtype, request, &rc)) return rc;
     bool is_root = ompi_comm_rank(comm) == root;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, sdtype, scount, true, false);

@@ -5,7 +5,7 @@ static int reduce_staged(const void *sbuf, void *rbuf, int count, ompi_datatype_
                          ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, count, dtype, rbuf, count, dtype, request, &rc)) return rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf, count, dtype, rbuf, count, dtype, request, &rc)) return rc;
     bool is_root = ompi_comm_rank(comm) == root;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, dtype, count, true, false);

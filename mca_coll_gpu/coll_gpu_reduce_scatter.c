@@ -9,7 +9,7 @@ static int reduce_scatter_staged(const void *sbuf, void *rbuf, size_t total, siz
                                  ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, mine, dtype, rbuf, mine, dtype, request, &rc)) return rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf, mine, dtype, rbuf, mine, dtype, request, &rc)) return rc;
     bool in_place = sbuf == MPI_IN_PLACE;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, dtype, total, true, false);

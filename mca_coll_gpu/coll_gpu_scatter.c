@@ -11,7 +11,7 @@ static int scatter_staged(const void *sbuf, int scount, ompi_datatype_t *sdtype,
                           mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
     bool is_root = ompi_comm_rank(comm) == root;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = is_root ? coll_gpu_stage(st, sbuf, sdtype, (size_t)scount * ompi_comm_size(comm), true, false)
@@ -50,7 +50,7 @@ static int scatterv_staged(const void *sbuf, const int *scounts, const int *disp
                            ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(comm, (const char *)sbuf + coll_gpu_extent_of(sdtype, displs[0]), scounts[0], sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
+    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, (const char *)sbuf + coll_gpu_extent_of(sdtype, displs[0]), scounts[0], sdtype, rbuf, rcount, rdtype, request, &rc)) return rc;
     bool is_root = ompi_comm_rank(comm) == root;
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = is_root ? coll_gpu_stage_v(st, sbuf, sdtype, scounts, displs, ompi_comm_size(comm), true, false)

@@ -18,10 +18,13 @@ static bool one_run(const void *buf, size_t count, ompi_datatype_t *dtype, const
     return true;
 }
 
-bool coll_gpu_self_copy(ompi_communicator_t *comm, const void *sbuf, size_t scount, ompi_datatype_t *sdtype,
+bool coll_gpu_self_copy(mca_coll_gpu_module_t *m, const void *sbuf, size_t scount, ompi_datatype_t *sdtype,
                         void *rbuf, size_t rcount, ompi_datatype_t *rdtype, ompi_request_t **request, int *rc)
 {
-    if (ompi_comm_size(comm) != 1) return false;
+    ompi_communicator_t *comm = m->comm;
+    if (ompi_comm_size(comm) != 1 || m->force_staged ||
+        mca_coll_gpu_component.config.path == GPUCOLL_PATH_STAGED)
+        return false;
     bool in_place = sbuf == MPI_IN_PLACE || rbuf == MPI_IN_PLACE || sbuf == rbuf;
     if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf)) return false;
     *rc = OMPI_SUCCESS;
