@@ -1,4 +1,7 @@
 #include "core_state.hpp"
+
+#include <atomic>
+
 #include "ipc_cache.hpp"
 
 #include "gpucoll_core.h"
@@ -12,6 +15,14 @@ gpucoll_config_t g_config = [] {
 } // namespace
 
 const gpucoll_config_t &gpucoll::config() { return g_config; }
+
+namespace {
+std::atomic<int> g_in_flight{0};
+} // namespace
+
+int gpucoll::kernels_in_flight() { return g_in_flight.load(std::memory_order_acquire); }
+gpucoll::KernelInFlight::KernelInFlight() { g_in_flight.fetch_add(1, std::memory_order_acq_rel); }
+gpucoll::KernelInFlight::~KernelInFlight() { g_in_flight.fetch_sub(1, std::memory_order_acq_rel); }
 
 extern "C" void gpucoll_core_configure(const gpucoll_config_t *cfg)
 {

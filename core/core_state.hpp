@@ -9,4 +9,17 @@ namespace gpucoll {
 const gpucoll_config_t &config();
 void release_host_cache();
 
+// Peer kernels of this process that are running (launched, not yet waited
+// for). A CUDA call that waits for the whole device (freeing or unmapping
+// memory) must not run while one is: with several threads, that kernel may
+// wait for a peer rank whose own thread waits for us (tests/mpi/thread_check.c).
+int kernels_in_flight();
+class KernelInFlight {
+public:
+    KernelInFlight();
+    ~KernelInFlight();
+    KernelInFlight(const KernelInFlight &) = delete;
+    KernelInFlight &operator=(const KernelInFlight &) = delete;
+};
+
 } // namespace gpucoll

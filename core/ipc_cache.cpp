@@ -53,7 +53,7 @@ char *IpcCache::map(long peer, const IpcDesc &d, int device)
         return nullptr;
     }
     Mapping gone;
-    if (imports_.insert_pinned(key, Mapping{static_cast<char *>(base), device}, &gone)) close_mapping(gone);
+    if (imports_.insert_pinned(key, Mapping{static_cast<char *>(base), device}, &gone)) unused_.push_back(gone);
     return static_cast<char *>(base) + d.offset;
 }
 
@@ -62,13 +62,27 @@ void IpcCache::unpin(long peer, unsigned long long buffer_id, int device)
     Key key{{peer, buffer_id}, device};
     std::lock_guard<std::mutex> lock(mu_);
     Mapping gone;
-    if (imports_.unpin(key, &gone)) close_mapping(gone);
+    if (imports_.unpin(key, &gone)) unused_.push_back(gone);
+}
+
+void IpcCache::close_unused()
+{
+    std::vector<Mapping> closing;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (unused_.empty() || kernels_in_flight() > 0) return;
+        closing.swap(unused_);
+    }
+    // Outside the lock: no other thread's call waits for the unmap.
+    for (const Mapping &m : closing) close_mapping(m);
 }
 
 void IpcCache::release()
 {
     std::lock_guard<std::mutex> lock(mu_);
     imports_.drain([](const Mapping &m) { close_mapping(m); });
+    for (const Mapping &m : unused_) close_mapping(m);
+    unused_.clear();
     exports_.clear();
 }
 

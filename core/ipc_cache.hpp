@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "gpu_port.h"
 #include "peer_args.h"
@@ -162,11 +163,16 @@ public:
     // mapped. The mapping is pinned until unpin(): take them through IpcPins.
     char *map(long owner_pid, const IpcDesc &d, int device);
     void unpin(long owner_pid, unsigned long long buffer_id, int device);
+    // Unmaps what left the cache, if no peer kernel of this process is
+    // running (an unmap waits for the whole device); else later. Call it
+    // outside any call's window between agreement and launch.
+    void close_unused();
     void release();
 
 private:
     // Calls on different communicators may come from different threads.
     std::mutex mu_;
+    std::vector<Mapping> unused_; // evicted and unpinned, not yet unmapped
     Lru<unsigned long long, gpuIpcMemHandle_t> exports_;
     PinnedLru<Key, Mapping> imports_;
 };

@@ -162,7 +162,9 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
         if (t->resident.init() != GPUCOLL_SUCCESS && config().verbose >= 10)
             fprintf(stderr, "coll:gpu: rank %d: no resident kernels: %s\n", t->rank, gpucoll_last_error());
     }
-    if ((e = gpuDeviceSynchronize()) != gpuSuccess) return gpu_error("setting up scratch", e);
+    // The legacy stream, not the device: another thread's peer kernel may be
+    // running, waiting for a rank that waits for this set-up.
+    if ((e = gpuStreamSynchronize(nullptr)) != gpuSuccess) return gpu_error("setting up scratch", e);
     me.device = device;
     me.pid = (long)getpid();
     t->ipc = &process_ipc_cache();
@@ -713,6 +715,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
                 (e = gpuStreamWaitEvent(t->stream, t->after_default, 0)) != gpuSuccess)
                 return gpu_error("ordering after the default stream", e);
         }
+        KernelInFlight in_flight;
         if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream))
             return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
                                 gpucoll_op_name(a.op));
@@ -752,5 +755,9 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
 
 extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
 {
-    return no_throw([&] { return gpucoll_team_run_body(t, args); });
+    gpucoll_status_t st = no_throw([&] { return gpucoll_team_run_body(t, args); });
+    // After the call's pins are gone and its kernel is done, outside the
+    // window between agreement and launch in which peers wait for us.
+    if (t->ipc) t->ipc->close_unused();
+    return st;
 }

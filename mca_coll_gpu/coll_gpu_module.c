@@ -4,14 +4,13 @@
 
 #include "ompi/group/group.h"
 #include "ompi/proc/proc.h"
+#include "ompi/runtime/mpiruntime.h"
 #include "opal/util/info.h"
 
 int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
-    /* Known only now (after open): the core orders its streams for it. */
-    mca_coll_gpu_component.config.thread_multiple = enable_mpi_threads;
-    gpucoll_core_configure(&mca_coll_gpu_component.config);
+    (void)enable_mpi_threads; /* 4.1 passes true whatever level the application asked for */
     if (!mca_coll_gpu_component.enable) {
         COLL_GPU_VERBOSE(10, "disabled by coll_gpu_enable=0");
         return OMPI_ERR_NOT_AVAILABLE;
@@ -142,6 +141,13 @@ static int gpu_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
 #undef COLL_GPU_SAVE
 
     m->force_staged = info_forces_staged(comm);
+    /* The level the application got is known once MPI_Init_thread runs
+     * (before any communicator is enabled); the core orders its streams
+     * for it. The same on every call. */
+    if (mca_coll_gpu_component.config.thread_multiple != (int)ompi_mpi_thread_multiple) {
+        mca_coll_gpu_component.config.thread_multiple = ompi_mpi_thread_multiple;
+        gpucoll_core_configure(&mca_coll_gpu_component.config);
+    }
     /* No communication here: for communicators other than WORLD/SELF, Open MPI
      * enables modules from a completion callback of the communicator's
      * activation, where a blocking exchange can deadlock (MPI_Comm_split_type
