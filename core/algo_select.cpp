@@ -149,6 +149,11 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
     // calls nothing measurable over 1-16 and suit 256 KiB-1 MiB best (block
     // sweep, docs/performance.md).
     if (resident_serves(plan, elt, nranks, cfg)) want = (size_t)cfg.resident_blocks;
+    // Several threads' collectives run at once on one GPU, and a kernel
+    // whose blocks wait for a peer's can only finish if all of them are on
+    // the GPU together: keep each grid small enough that 8 of
+    // them fit at one block per SM (tests/mpi/thread_check.c).
+    if (cfg.thread_multiple && cap > kThreadMultipleBlocks) cap = kThreadMultipleBlocks;
     if (want < 1) want = 1;
     return (int)(want < cap ? want : cap);
 }

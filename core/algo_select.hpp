@@ -34,6 +34,10 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);
 // the scratch algorithms up to resident_max_bytes, when resident_us > 0.
 bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_config_t &cfg);
 
+// Most blocks of a kernel under MPI_THREAD_MULTIPLE: 8 concurrent
+// collectives fit at one block per SM on a GPU of 128 SMs or more.
+constexpr int kThreadMultipleBlocks = 16;
+
 // Thread blocks per kernel: enough to keep the links busy, few enough that
 // the cross-rank barrier stays cheap for small messages.
 int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks);

@@ -206,7 +206,12 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
         if (!wait_until([&] { return peer.gpu_state.load(std::memory_order_acquire) != 0; }))
             return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not set up its GPU within %d ms", r,
                                 config().timeout_ms);
-        all_ready &= peer.gpu_state.load(std::memory_order_acquire) == 1;
+        // A fast peer may already be in the second round: 3 means it was
+        // ready; 4 that the set-up fails anyway (every rank then sees a 4).
+        uint32_t s = peer.gpu_state.load(std::memory_order_acquire);
+        if (s != 1 && s != 3 && st == GPUCOLL_SUCCESS && all_ready)
+            gpucoll_fail(GPUCOLL_ERR_PEER, "rank %d could not set up its GPU side", r);
+        all_ready &= s == 1 || s == 3;
     }
     if (st == GPUCOLL_SUCCESS && all_ready) st = setup_peers(t);
     // A second round: a rank that could not map a peer must stop everyone.
@@ -217,6 +222,8 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
         if (!wait_until([&] { return peer.gpu_state.load(std::memory_order_acquire) >= 3; }))
             return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not map its peers within %d ms", r,
                                 config().timeout_ms);
+        if (peer.gpu_state.load(std::memory_order_acquire) != 3 && all_mapped && st == GPUCOLL_SUCCESS && all_ready)
+            gpucoll_fail(GPUCOLL_ERR_PEER, "rank %d could not map its peers' scratch", r);
         all_mapped &= peer.gpu_state.load(std::memory_order_acquire) == 3;
     }
     t->gpu = all_mapped ? gpucoll_team::GpuReady : gpucoll_team::GpuFailed;

@@ -131,6 +131,10 @@ int main()
     CHECK(blocks_for(p, 4, cfg, 4) == 1);
     p.chunk = 64u << 20;
     CHECK(blocks_for(p, 4, cfg, 4) == cfg.max_blocks);
+    // under MPI_THREAD_MULTIPLE concurrent calls share the SMs: small grids only
+    cfg.thread_multiple = 1;
+    CHECK(blocks_for(p, 4, cfg, 4) == kThreadMultipleBlocks);
+    cfg.thread_multiple = 0;
     // block_bytes overrides the algorithm's share per block (64 KiB of fp32 in 1 KiB blocks)
     cfg.block_bytes = 1024;
     p.chunk = 16384;
