@@ -14,6 +14,7 @@ bool IpcCache::describe(const void *ptr, const gpu_port_ptr_info_t &info, IpcDes
     if (info.kind != GPU_PORT_MEM_DEVICE || !info.ipc_capable || !info.base) return false;
     out->buffer_id = info.buffer_id;
     out->offset = (uint64_t)((const char *)ptr - (const char *)info.base);
+    out->alloc_bytes = info.size;
     std::lock_guard<std::mutex> lock(mu_);
     if (gpuIpcMemHandle_t *h = exports_.find(info.buffer_id)) {
         out->handle = *h;

@@ -154,7 +154,8 @@ static int gpu_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
      * hung that way). The team is built at the first collective instead. */
     m->team_pending = m->prev.allgather && team_eligible(comm);
     m->hier_pending = !m->team_pending && coll_gpu_hier_wanted(m);
-    COLL_GPU_VERBOSE(10, "enabled on %s (%d ranks)%s%s%s", comm->c_name, ompi_comm_size(comm),
+    COLL_GPU_VERBOSE(10, "enabled on %s (%d ranks)%s%s%s%s", comm->c_name, ompi_comm_size(comm),
+                     ompi_mpi_thread_multiple ? ", MPI_THREAD_MULTIPLE" : "",
                      m->team_pending ? ", peer-to-peer team at first use" : "",
                      m->hier_pending ? ", hierarchical path at first use" : "",
                      m->force_staged ? ", staged by info" : "");
