@@ -134,7 +134,13 @@ int main()
     // under MPI_THREAD_MULTIPLE concurrent calls share the SMs: small grids only
     cfg.thread_multiple = 1;
     CHECK(blocks_for(p, 4, cfg, 4) == kThreadMultipleBlocks);
+    // and small calls take the scratch kernels, not LL
+    cfg.ll_max_bytes = 65536;
+    Plan q;
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 2, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, cfg, &q) && !is_ll(q.algo));
     cfg.thread_multiple = 0;
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 2, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, cfg, &q) && is_ll(q.algo));
+    cfg.ll_max_bytes = 0;
     // block_bytes overrides the algorithm's share per block (64 KiB of fp32 in 1 KiB blocks)
     cfg.block_bytes = 1024;
     p.chunk = 16384;
