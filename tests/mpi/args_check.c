@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_gpu.h"
+
 static int rank, size, failures, checks;
 static MPI_Comm comm;
 
@@ -150,18 +152,12 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int one_gpu = argc > 1 && !strcmp(argv[1], "--one-gpu"), ndev = 0;
-    if (size < 2 || size > 64 || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    int one_gpu = argc > 1 && !strcmp(argv[1], "--one-gpu");
+    if (test_select_gpu(one_gpu, NULL, NULL) < 0 || size < 2 || size > 64) {
         if (rank == 0) printf("args_check: needs 2-64 ranks and a GPU: skipped\n");
         MPI_Finalize();
         return 77;
     }
-    MPI_Comm node;
-    int local = 0;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    cudaSetDevice(one_gpu ? 0 : local % ndev);
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
 

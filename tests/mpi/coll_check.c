@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_gpu.h"
+
 #include "coll_gpu_ext.h"
 
 enum mem_mode { MEM_HOST, MEM_DEVICE, MEM_MIXED, MEM_OTHERDEV };
@@ -571,18 +573,12 @@ int main(int argc, char **argv)
         }
     }
     if (mode != MEM_HOST) {
-        int ndev = 0;
-        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 || (mode == MEM_OTHERDEV && ndev < 2)) {
+        int local = 0, ndev = 0;
+        if (test_select_gpu(one_gpu, &local, &ndev) < 0 || (mode == MEM_OTHERDEV && ndev < 2)) {
             if (rank == 0) printf("coll_check: no GPU (or too few for this mode): skipped\n");
             MPI_Finalize();
             return 77;
         }
-        int local = 0;
-        MPI_Comm node;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-        MPI_Comm_rank(node, &local);
-        MPI_Comm_free(&node);
-        cudaSetDevice(one_gpu ? 0 : local % ndev);
         on_device = mode != MEM_MIXED || rank % 2 == 0;
         if (mode == MEM_OTHERDEV) alloc_dev = (local + 1) % ndev;
     }

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_gpu.h"
+
 #define SENTINEL 0xA5
 #define MARGIN 64
 
@@ -645,18 +647,11 @@ int main(int argc, char **argv)
         return 2;
     }
     if (mem_device) {
-        int ndev = 0;
-        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (test_select_gpu(one_gpu, NULL, NULL) < 0) {
             if (rank == 0) printf("dtype_check: no GPU: skipped\n");
             MPI_Finalize();
             return 77;
         }
-        int local = 0;
-        MPI_Comm node;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-        MPI_Comm_rank(node, &local);
-        MPI_Comm_free(&node);
-        cudaSetDevice(one_gpu ? 0 : local % ndev);
         on_device = 1;
     }
     /* errors come back as FAIL lines rather than aborting the run */

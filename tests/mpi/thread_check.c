@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_gpu.h"
+
 static int rank, size, on_device, device, iters = 0;
 enum { kPool = 6 }; /* device allocations per buffer role and thread */
 
@@ -193,19 +195,11 @@ int main(int argc, char **argv)
         return 77;
     }
     if (on_device) {
-        int ndev = 0;
-        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if ((device = test_select_gpu(one_gpu, NULL, NULL)) < 0) {
             if (rank == 0) printf("thread_check: no GPU: skipped\n");
             MPI_Finalize();
             return 77;
         }
-        int local = 0;
-        MPI_Comm node;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-        MPI_Comm_rank(node, &local);
-        MPI_Comm_free(&node);
-        device = one_gpu ? 0 : local % ndev;
-        cudaSetDevice(device);
     }
     /* Host side: the largest call, an alltoallv with its gaps, and the
      * staging area for reading device results back. */
