@@ -34,10 +34,6 @@ bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
 
 /* Vector layouts in the units the core takes: bytes for data movement (a
  * contiguous type whose extent is its size, so that counts and displacements
- * scale alike), elements of a mapped type for reductions. *unit: bytes or
- * elements per element of dtype. */
-/* Vector layouts in the units the core takes: bytes for data movement (a
- * contiguous type whose extent is its size, so that counts and displacements
  * scale alike; its data starts at true_lb), elements of a mapped type for
  * reductions. *unit: bytes or elements per element of dtype; *first: where
  * element 0 starts, relative to the buffer. */
