@@ -47,7 +47,10 @@ static int alltoallv_staged(const void *sbuf, const int *scounts, const int *sdi
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf == MPI_IN_PLACE ? sbuf : (const char *)sbuf + coll_gpu_extent_of(sdtype, sdispls[0]), scounts[0], sdtype,
+    /* In place the send arguments are ignored (they may be NULL). */
+    bool ip = sbuf == MPI_IN_PLACE;
+    if (ompi_comm_size(comm) == 1 &&
+        coll_gpu_self_copy(m, ip ? sbuf : (const char *)sbuf + coll_gpu_extent_of(sdtype, sdispls[0]), ip ? 0 : scounts[0], ip ? rdtype : sdtype,
                            (char *)rbuf + coll_gpu_extent_of(rdtype, rdispls[0]), rcounts[0], rdtype, request, &rc)) return rc;
     int size = ompi_comm_size(comm);
     coll_gpu_stage_t *st = coll_gpu_stage_new();
@@ -69,8 +72,11 @@ int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdis
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
     int rc;
-    if (coll_gpu_team_try_v(m, GPUCOLL_COLL_ALLTOALLV, sbuf, rbuf, scounts, sdispls, rcounts, rdispls, rdtype, NULL,
-                            rdev && sdev && sdtype == rdtype, &rc))
+    /* In place the send arguments are ignored (they may be NULL): the
+     * receive ones stand in (and the peer path stages in-place calls). */
+    bool ip = sbuf == MPI_IN_PLACE;
+    if (coll_gpu_team_try_v(m, GPUCOLL_COLL_ALLTOALLV, sbuf, rbuf, ip ? rcounts : scounts, ip ? rdispls : sdispls,
+                            rcounts, rdispls, rdtype, NULL, rdev && sdev && (ip || sdtype == rdtype), &rc))
         return rc;
     if (!rdev && !sdev)
         return m->prev.alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
@@ -94,7 +100,9 @@ static int alltoallw_staged(const void *sbuf, const int *scounts, const int *sdi
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_gpu_module_t *m)
 {
     int rc;
-    if (ompi_comm_size(comm) == 1 && coll_gpu_self_copy(m, sbuf == MPI_IN_PLACE ? sbuf : (const char *)sbuf + sdispls[0], scounts[0], sdtypes[0],
+    bool ip = sbuf == MPI_IN_PLACE; /* the send arguments are ignored (they may be NULL) */
+    if (ompi_comm_size(comm) == 1 &&
+        coll_gpu_self_copy(m, ip ? sbuf : (const char *)sbuf + sdispls[0], ip ? 0 : scounts[0], ip ? rdtypes[0] : sdtypes[0],
                            (char *)rbuf + rdispls[0], rcounts[0], rdtypes[0], request, &rc)) return rc;
     int size = ompi_comm_size(comm);
     coll_gpu_stage_t *st = coll_gpu_stage_new();

@@ -394,8 +394,11 @@ static void test_alltoall(const dtype_t *d, size_t n, int vector, int in_place, 
     const void *sb = in_place ? MPI_IN_PLACE : s;
     MPI_Request req;
     if (vector) {
-        if (nonblocking) MPI_Ialltoallv(sb, ic, id, d->mpi, r, ic, id, d->mpi, MPI_COMM_WORLD, &req);
-        else MPI_Alltoallv(sb, ic, id, d->mpi, r, ic, id, d->mpi, MPI_COMM_WORLD);
+        /* In place the send arguments are ignored: NULL, as applications may pass them. */
+        const int *sc = in_place ? NULL : ic, *sd = in_place ? NULL : id;
+        MPI_Datatype st = in_place ? MPI_DATATYPE_NULL : d->mpi;
+        if (nonblocking) MPI_Ialltoallv(sb, sc, sd, st, r, ic, id, d->mpi, MPI_COMM_WORLD, &req);
+        else MPI_Alltoallv(sb, sc, sd, st, r, ic, id, d->mpi, MPI_COMM_WORLD);
     } else {
         if (nonblocking) MPI_Ialltoall(sb, (int)n, d->mpi, r, (int)n, d->mpi, MPI_COMM_WORLD, &req);
         else MPI_Alltoall(sb, (int)n, d->mpi, r, (int)n, d->mpi, MPI_COMM_WORLD);
