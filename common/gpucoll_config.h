@@ -74,9 +74,10 @@ typedef struct gpucoll_config {
     size_t hier_min_bytes;           /* smallest message (count x type size) that takes the hierarchical
                                         path; smaller ones are staged (0: every size) */
     int thread_multiple;             /* nonzero under MPI_THREAD_MULTIPLE (set by the glue, not a parameter):
-                                        team streams then do not block the legacy default stream (the
+                                        team streams do not block the legacy default stream (the
                                         collectives of two threads would wait on each other through it)
-                                        and are ordered after it by an event instead */
+                                        and are ordered after it by an event; grids are capped
+                                        (kThreadMultipleBlocks) and small calls skip the LL kernels */
 } gpucoll_config_t;
 
 /* Device-buffer collectives on communicators that span nodes (real or virtual). */

@@ -12,4 +12,3 @@ inline gpucoll_status_t gpu_error(const char *what, gpuError_t e)
 }
 
 } // namespace gpucoll
-

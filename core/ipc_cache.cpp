@@ -54,7 +54,10 @@ char *IpcCache::map(long peer, const IpcDesc &d, int device)
         return nullptr;
     }
     Mapping gone;
-    if (imports_.insert_pinned(key, Mapping{static_cast<char *>(base), device}, &gone)) unused_.push_back(gone);
+    if (imports_.insert_pinned(key, Mapping{static_cast<char *>(base), device}, &gone)) {
+        unused_.push_back(gone);
+        any_unused_.store(true, std::memory_order_relaxed);
+    }
     return static_cast<char *>(base) + d.offset;
 }
 
@@ -63,16 +66,21 @@ void IpcCache::unpin(long peer, unsigned long long buffer_id, int device)
     Key key{{peer, buffer_id}, device};
     std::lock_guard<std::mutex> lock(mu_);
     Mapping gone;
-    if (imports_.unpin(key, &gone)) unused_.push_back(gone);
+    if (imports_.unpin(key, &gone)) {
+        unused_.push_back(gone);
+        any_unused_.store(true, std::memory_order_relaxed);
+    }
 }
 
 void IpcCache::close_unused()
 {
+    if (!any_unused_.load(std::memory_order_relaxed)) return; // the per-call case
     std::vector<Mapping> closing;
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (unused_.empty() || kernels_in_flight() > 0) return;
         closing.swap(unused_);
+        any_unused_.store(false, std::memory_order_relaxed);
     }
     // Outside the lock: no other thread's call waits for the unmap.
     for (const Mapping &m : closing) close_mapping(m);
@@ -84,6 +92,7 @@ void IpcCache::release()
     imports_.drain([](const Mapping &m) { close_mapping(m); });
     for (const Mapping &m : unused_) close_mapping(m);
     unused_.clear();
+    any_unused_.store(false, std::memory_order_relaxed);
     exports_.clear();
 }
 

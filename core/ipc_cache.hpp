@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <atomic>
 #include <list>
 #include <map>
 #include <mutex>
@@ -173,6 +174,7 @@ private:
     // Calls on different communicators may come from different threads.
     std::mutex mu_;
     std::vector<Mapping> unused_; // evicted and unpinned, not yet unmapped
+    std::atomic<bool> any_unused_{false}; // !unused_.empty(), read without mu_ after every call
     Lru<unsigned long long, gpuIpcMemHandle_t> exports_;
     PinnedLru<Key, Mapping> imports_;
 };

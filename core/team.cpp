@@ -429,11 +429,11 @@ namespace {
 // keys differ, the call fails on every rank (TRUNCATE where this rank would
 // be sent more than it made room for, MISMATCH elsewhere), after a round
 // that keeps every key in place until all ranks have compared them.
-gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const CallKey &key, bool *all_ok,
-                       bool *all_direct)
+gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const gpucoll_coll_args_t &a,
+                       bool *all_ok, bool *all_direct)
 {
     ShmRank &me = t->shm->ranks[t->rank];
-    if (ok) me.key = key;
+    if (ok) me.key = call_key(a, t->size); // a rank that cannot never has its key read
     me.post.store(pack_post(seq, ok, direct), std::memory_order_release);
     *all_ok = *all_direct = false;
     if (!ok) return GPUCOLL_SUCCESS;
@@ -615,7 +615,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
 
     const auto t_verdict = Clock::now();
     bool all_ok, all_direct;
-    gpucoll_status_t st = agree(t, seq, ok, direct, call_key(a, t->size), &all_ok, &all_direct);
+    gpucoll_status_t st = agree(t, seq, ok, direct, a, &all_ok, &all_direct);
     if (st != GPUCOLL_SUCCESS) return st;
     if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
 
