@@ -19,6 +19,7 @@ typedef hipStream_t gpuStream_t;
 typedef hipEvent_t gpuEvent_t;
 typedef hipIpcMemHandle_t gpuIpcMemHandle_t;
 typedef hipDeviceProp_t gpuDeviceProp_t;
+typedef hipFuncAttributes gpuFuncAttributes;
 #define gpuSuccess hipSuccess
 #define gpuErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
 #define gpuGetErrorString hipGetErrorString
@@ -66,6 +67,15 @@ typedef hipDeviceProp_t gpuDeviceProp_t;
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
 #define gpuIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
 #define gpuLaunchKernel hipLaunchKernel
+#define gpuFuncGetAttributes hipFuncGetAttributes
+/* Raises the current device's per-thread stack to at least `bytes`, so that
+ * no launch has to grow it (CUDA waits for the running kernels to do so).
+ * HIP (5.2) has no stack limit to raise. */
+static inline gpuError_t gpu_port_reserve_stack(size_t bytes)
+{
+    (void)bytes;
+    return hipSuccess;
+}
 #define GPU_WARP_SIZE 64
 #else
 #include <cuda.h>
@@ -77,6 +87,7 @@ typedef cudaStream_t gpuStream_t;
 typedef cudaEvent_t gpuEvent_t;
 typedef cudaIpcMemHandle_t gpuIpcMemHandle_t;
 typedef cudaDeviceProp gpuDeviceProp_t;
+typedef cudaFuncAttributes gpuFuncAttributes;
 #define gpuSuccess cudaSuccess
 #define gpuErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
 #define gpuGetErrorString cudaGetErrorString
@@ -124,6 +135,16 @@ typedef cudaDeviceProp gpuDeviceProp_t;
 #define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
 #define gpuIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 #define gpuLaunchKernel cudaLaunchKernel
+#define gpuFuncGetAttributes cudaFuncGetAttributes
+/* Raises the current device's per-thread stack to at least `bytes`, so that
+ * no launch has to grow it (CUDA waits for the running kernels to do so). */
+static inline gpuError_t gpu_port_reserve_stack(size_t bytes)
+{
+    size_t have = 0;
+    cudaError_t e = cudaDeviceGetLimit(&have, cudaLimitStackSize);
+    if (e == cudaSuccess && have < bytes) e = cudaDeviceSetLimit(cudaLimitStackSize, bytes);
+    return e;
+}
 #define GPU_WARP_SIZE 32
 #endif
 

@@ -77,7 +77,7 @@ typedef struct gpucoll_config {
                                         team streams do not block the legacy default stream (the
                                         collectives of two threads would wait on each other through it)
                                         and are ordered after it by an event; grids are capped
-                                        (kThreadMultipleBlocks) and small calls skip the LL kernels */
+                                        (kThreadMultipleBlocks) */
 } gpucoll_config_t;
 
 /* Device-buffer collectives on communicators that span nodes (real or virtual). */

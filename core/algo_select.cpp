@@ -94,10 +94,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     // The flag-in-data kernels serve small messages through scratch; a
     // zero-copy call (direct_min_bytes set below ll_max_bytes) stays zero-copy.
     // In-place alltoall_ll could overwrite a block before it is sent.
-    // Not under MPI_THREAD_MULTIPLE: two threads' LL calls at 2 ranks on one
-    // GPU stalled a receiver (thread_check, session 8; cause not found yet),
-    // while the scratch kernels ran the same test clean.
-    bool ll = !direct && !cfg.thread_multiple && a.count * elt <= cfg.ll_max_bytes &&
+    bool ll = !direct && a.count * elt <= cfg.ll_max_bytes &&
               (a.kind != GPUCOLL_COLL_ALLTOALL || a.sbuf);
     PeerAlgo want =
         a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, nranks, cfg, direct, ll) : PeerAlgo::Bcast;

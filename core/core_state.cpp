@@ -1,6 +1,10 @@
 #include "core_state.hpp"
 
 #include <atomic>
+#include <mutex>
+
+#include "gpu_port.h"
+#include "peer_args.h"
 
 #include "ipc_cache.hpp"
 
@@ -23,6 +27,28 @@ std::atomic<int> g_in_flight{0};
 int gpucoll::kernels_in_flight() { return g_in_flight.load(std::memory_order_acquire); }
 gpucoll::KernelInFlight::KernelInFlight() { g_in_flight.fetch_add(1, std::memory_order_acq_rel); }
 gpucoll::KernelInFlight::~KernelInFlight() { g_in_flight.fetch_sub(1, std::memory_order_acq_rel); }
+
+namespace {
+constexpr int kMaxDevices = 64;
+std::mutex g_load_mu;
+bool g_loaded[kMaxDevices];
+} // namespace
+
+gpucoll_status_t gpucoll::load_kernels_once(int device)
+{
+    if (device < 0 || device >= kMaxDevices) return GPUCOLL_SUCCESS; // loaded lazily, as CUDA would
+    std::lock_guard<std::mutex> lock(g_load_mu);
+    if (g_loaded[device]) return GPUCOLL_SUCCESS;
+    size_t need = 0;
+    if (!load_peer_kernels(&need)) return gpucoll_fail(GPUCOLL_ERR_GPU, "loading the peer kernels on GPU %d", device);
+    // Raising the limit waits for the device; here no peer kernel of this
+    // process runs yet (every launch path comes through this function first).
+    gpuError_t e = gpu_port_reserve_stack(need);
+    if (e != gpuSuccess)
+        return gpucoll_fail(GPUCOLL_ERR_GPU, "setting GPU %d's stack to %zu bytes: %s", device, need, gpuGetErrorString(e));
+    g_loaded[device] = true;
+    return GPUCOLL_SUCCESS;
+}
 
 extern "C" void gpucoll_core_configure(const gpucoll_config_t *cfg)
 {

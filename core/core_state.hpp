@@ -2,12 +2,19 @@
 #pragma once
 
 #include "gpucoll_config.h"
+#include "gpucoll_status.h"
 
 namespace gpucoll {
 
 // The configuration the glue handed over (defaults filled in).
 const gpucoll_config_t &config();
 void release_host_cache();
+
+// Once per process and device, before any peer kernel runs there: loads
+// every peer kernel and raises the context's per-thread stack to what the
+// largest needs (kernels/peer_args.h, load_peer_kernels, says why). The
+// caller has made `device` current. Later calls return at once.
+gpucoll_status_t load_kernels_once(int device);
 
 // Peer kernels of this process that are running (launched, not yet waited
 // for). A CUDA call that waits for the whole device (freeing or unmapping

@@ -59,11 +59,16 @@ gpucoll_status_t gpucoll_local_copy(void *dst, const void *src, size_t bytes);
 typedef struct gpucoll_team gpucoll_team_t;
 
 /* How the core talks to the other ranks while it builds a team: the glue
- * implements allgather with the collectives it displaced, on host memory. */
+ * implements allgather with the collectives it displaced, on host memory.
+ * `progress` (may be NULL) drives the MPI library's progress: the team calls
+ * it while it waits for its peers, since a peer may be waiting, in another
+ * thread or before it reaches the collective, for a message of ours that
+ * only moves when this process progresses. */
 typedef struct gpucoll_team_oob {
     int rank, size;
     int (*allgather)(const void *in, void *out, size_t bytes_per_rank, void *ctx);
     void *ctx;
+    void (*progress)(void);
 } gpucoll_team_oob_t;
 
 /* Builds the host-side control block shared by the ranks of a communicator

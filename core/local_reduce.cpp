@@ -38,6 +38,8 @@ extern "C" gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, si
     if (blocks > 1024) blocks = 1024;
 
     DeviceGuard g(io.device);
+    gpucoll_status_t st = load_kernels_once(io.device);
+    if (st != GPUCOLL_SUCCESS) return st;
     if (!launch_peer_kernel(k, dtype, op, (int)blocks, config().threads_per_block, nullptr))
         return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "no GPU reduction for %s/%s", gpucoll_dtype_name(dtype),
                             gpucoll_op_name(op));

@@ -32,19 +32,25 @@ using namespace gpucoll;
 
 namespace {
 
-// One rank's slot in the shared control block. `post` packs the sequence
-// number of the rank's latest collective, whether it can take the peer path
+// One rank's slot in the shared control block. A post packs the sequence
+// number of one of the rank's collectives, whether it can take the peer path
 // and whether its buffers can be mapped by the peers (zero-copy): one atomic
-// word, so a reader never sees half an update. The call's key and buffer
-// descriptors are written before the post that publishes them
-// (release/acquire), and stay unchanged until every rank has read them: a
-// rank that posted "can" leaves the call only through the kernel (which
-// needs every peer), the settle round, or the staged path.
+// word, so a reader never sees half an update. Posts and keys alternate
+// between two slots by the parity of the call: a rank may finish call n
+// and post call n+1 before a slower peer has read its post of n (the root
+// of an LL bcast, the senders of an LL reduce wait for nobody), but it
+// cannot post n+2 before every peer has posted n+1, which each does after
+// reading everything of n; and no rank posts n+2 (over its post of n)
+// before every peer has posted n+1 (agree(), which waits for that even on a
+// rank that cannot take the peer path, since such a rank leaves the call
+// without waiting for anyone). The key is written before the post that
+// publishes it (release/acquire). The buffer descriptors are read only by
+// zero-copy calls, whose kernels need every peer, so one copy serves.
 struct alignas(128) ShmRank {
-    std::atomic<uint64_t> post;
+    std::atomic<uint64_t> post[2]; // by seq & 1
     std::atomic<uint64_t> mapped;  // seq << 1 | whether this rank mapped every peer's buffers
     std::atomic<uint64_t> settled; // seq of the latest call this rank finished reading the keys of
-    CallKey key;
+    CallKey key[2];                // by seq & 1
     long pid;
     IpcDesc src_desc, dst_desc;
     std::atomic<uint32_t> gpu_state; // 0 not yet, 1 ready, 2 failed
@@ -79,15 +85,17 @@ bool is_vector_kind(gpucoll_coll_kind_t k)
 
 using Clock = std::chrono::steady_clock;
 
-// Spins until `ready()` or the configured timeout; yields now and then since
-// ranks may share cores.
-template <class F> bool wait_until(F ready)
+// Spins until `ready()` or the configured timeout. Now and then it drives
+// MPI's progress (`progress`, if any: gpucoll_team_oob_t says why) and
+// yields, since ranks and threads may share cores.
+template <class F> bool wait_until(void (*progress)(void), F ready)
 {
     auto deadline = Clock::now() + std::chrono::milliseconds(config().timeout_ms);
     for (unsigned spin = 0;; spin++) {
         if (ready()) return true;
         if ((spin & 1023) == 1023) {
             if (Clock::now() > deadline) return false;
+            if (progress) progress();
             sched_yield();
         }
     }
@@ -98,6 +106,7 @@ template <class F> bool wait_until(F ready)
 struct gpucoll_team {
     int rank = 0, size = 0;
     ShmBlock *shm = nullptr;
+    void (*progress)(void) = nullptr; // gpucoll_team_oob_t.progress
     uint64_t seq = 0;        // collectives posted so far
     uint64_t epoch = 1;      // next barrier epoch of the GPU flags
     uint32_t ll_flag = 0;    // flag of the latest LL call (kernels/ll_lines.cuh); never 0 in a call
@@ -136,6 +145,8 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     size_t ll_max = config().ll_max_bytes;
     t->ll_slot_bytes = ll_max ? ll_slot_bytes_for(ll_max) : 0;
     size_t ll_bytes = ll_max ? ll_area_bytes(ll_max) : 0;
+    gpucoll_status_t st = load_kernels_once(device);
+    if (st != GPUCOLL_SUCCESS) return st;
     gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes + ll_bytes);
     if (e != gpuSuccess) return gpu_error("allocating peer scratch", e);
     if ((e = gpuMemset(t->scratch[t->rank], 0, kFlagsBytes)) != gpuSuccess) return gpu_error("clearing flags", e);
@@ -203,7 +214,7 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
     bool all_ready = true;
     for (int r = 0; r < t->size; r++) {
         ShmRank &peer = t->shm->ranks[r];
-        if (!wait_until([&] { return peer.gpu_state.load(std::memory_order_acquire) != 0; }))
+        if (!wait_until(t->progress, [&] { return peer.gpu_state.load(std::memory_order_acquire) != 0; }))
             return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not set up its GPU within %d ms", r,
                                 config().timeout_ms);
         // A fast peer may already be in the second round: 3 means it was
@@ -219,7 +230,7 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
     bool all_mapped = true;
     for (int r = 0; r < t->size; r++) {
         ShmRank &peer = t->shm->ranks[r];
-        if (!wait_until([&] { return peer.gpu_state.load(std::memory_order_acquire) >= 3; }))
+        if (!wait_until(t->progress, [&] { return peer.gpu_state.load(std::memory_order_acquire) >= 3; }))
             return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not map its peers within %d ms", r,
                                 config().timeout_ms);
         if (peer.gpu_state.load(std::memory_order_acquire) != 3 && all_mapped && st == GPUCOLL_SUCCESS && all_ready)
@@ -375,6 +386,7 @@ static gpucoll_status_t team_create_body(const gpucoll_team_oob_t *oob, gpucoll_
     }
     t->rank = oob->rank;
     t->size = oob->size;
+    t->progress = oob->progress;
     t->shm = static_cast<ShmBlock *>(map);
     *out = t;
     return GPUCOLL_SUCCESS;
@@ -412,9 +424,10 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
     if (t->gpu == gpucoll_team::GpuReady) {
         // Peers may still read our scratch in the tail of the last kernel: free
         // it only when every rank is here (bounded, a dead peer cannot hold us).
+        // No MPI progress: the team may be destroyed while MPI shuts down.
         t->shm->ranks[t->rank].departed.store(1, std::memory_order_release);
         for (int r = 0; r < t->size; r++)
-            wait_until([&] { return t->shm->ranks[r].departed.load(std::memory_order_acquire) != 0; });
+            wait_until(nullptr, [&] { return t->shm->ranks[r].departed.load(std::memory_order_acquire) != 0; });
     }
     release_gpu(t);
     munmap(t->shm, sizeof(ShmBlock));
@@ -433,30 +446,39 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, cons
                        bool *all_ok, bool *all_direct)
 {
     ShmRank &me = t->shm->ranks[t->rank];
-    if (ok) me.key = call_key(a, t->size); // a rank that cannot never has its key read
-    me.post.store(pack_post(seq, ok, direct), std::memory_order_release);
+    const int slot_of_call = (int)(seq & 1);
+    // Our slot last held call seq - 2: every peer is done reading it once it
+    // has posted seq - 1 (or, one call ahead of us, seq + 1 in the same slot).
+    for (int r = 0; seq > 2 && r < t->size; r++) {
+        auto &prev = t->shm->ranks[r].post[(seq - 1) & 1];
+        if (!wait_until(t->progress, [&] { return post_seq(prev.load(std::memory_order_acquire)) >= seq - 1; }))
+            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not reach collective #%llu within %d ms", r,
+                                (unsigned long long)(seq - 1), config().timeout_ms);
+    }
+    if (ok) me.key[slot_of_call] = call_key(a, t->size); // a rank that cannot never has its key read
+    me.post[slot_of_call].store(pack_post(seq, ok, direct), std::memory_order_release);
     *all_ok = *all_direct = false;
     if (!ok) return GPUCOLL_SUCCESS;
     bool result = true, dir = direct;
     for (int r = 0; r < t->size; r++) {
         uint64_t p = 0;
-        auto &slot = t->shm->ranks[r].post;
-        if (!wait_until([&] { return post_seq(p = slot.load(std::memory_order_acquire)) >= seq; }))
+        auto &slot = t->shm->ranks[r].post[slot_of_call];
+        if (!wait_until(t->progress, [&] { return post_seq(p = slot.load(std::memory_order_acquire)) >= seq; }))
             return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not reach collective #%llu within %d ms", r,
                                 (unsigned long long)seq, config().timeout_ms);
-        // A rank past `seq` did not wait for us there, so it could not take the peer path.
+        // Never past `seq` (see ShmRank); kept as a guard.
         result &= post_seq(p) == seq && post_ok(p);
         dir &= post_direct(p);
     }
     if (!result) return GPUCOLL_SUCCESS;
     CallKey keys[kMaxPeers];
-    for (int r = 0; r < t->size; r++) keys[r] = t->shm->ranks[r].key;
+    for (int r = 0; r < t->size; r++) keys[r] = t->shm->ranks[r].key[slot_of_call];
     KeyVerdict v = compare_keys(keys, t->size, t->rank);
     if (v != KeyVerdict::Match) {
         me.settled.store(seq, std::memory_order_release);
         for (int r = 0; r < t->size; r++) {
             auto &slot = t->shm->ranks[r].settled;
-            if (!wait_until([&] { return slot.load(std::memory_order_acquire) >= seq; })) break; // failing anyway
+            if (!wait_until(t->progress, [&] { return slot.load(std::memory_order_acquire) >= seq; })) break; // failing anyway
         }
         if (v == KeyVerdict::Truncate)
             return gpucoll_fail(GPUCOLL_ERR_TRUNCATE,
@@ -653,7 +675,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         for (int r = 0; r < t->size; r++) {
             uint64_t m = 0;
             auto &slot = t->shm->ranks[r].mapped;
-            if (!wait_until([&] { return ((m = slot.load(std::memory_order_acquire)) >> 1) >= seq; }))
+            if (!wait_until(t->progress, [&] { return ((m = slot.load(std::memory_order_acquire)) >> 1) >= seq; }))
                 return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not map its peers' buffers within %d ms", r,
                                     config().timeout_ms);
             all_direct &= (m & 1) != 0;

@@ -141,6 +141,17 @@ constexpr bool is_ll(PeerAlgo a)
            a == PeerAlgo::BcastLL || a == PeerAlgo::ReduceLL || a == PeerAlgo::AlltoallLL;
 }
 
+// Loads every kernel of the family into the current device's context and
+// sets *stack_bytes to the most local memory a thread of any of them uses.
+// Both serve one rule: no launch of ours may wait for the kernels already
+// running. CUDA loads a kernel at its first launch by default (lazy
+// loading), and grows the context's per-thread stack at the first launch
+// of a kernel that needs more; either may wait for the running kernels.
+// With several threads, one thread's launch would then wait for another
+// thread's peer kernel, which waits for a peer rank whose threads may be
+// stuck the same way. False if a kernel could not be loaded.
+bool load_peer_kernels(size_t *stack_bytes);
+
 // Launches the kernel for `a` on `stream`; returns false for a pair the
 // kernels do not implement. gpuStream_t is passed as void* to keep GPU headers out.
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,

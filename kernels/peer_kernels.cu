@@ -48,6 +48,25 @@ KernelPair reduce_kernel_for(gpucoll_dtype_t dtype, gpucoll_op_t op)
 
 } // namespace
 
+bool load_peer_kernels(size_t *stack_bytes)
+{
+    *stack_bytes = 0;
+    auto load = [&](KernelFn k) {
+        gpuFuncAttributes attr;
+        if (!k) return true;
+        if (gpuFuncGetAttributes(&attr, (const void *)k) != gpuSuccess) return false;
+        if (attr.localSizeBytes > *stack_bytes) *stack_bytes = attr.localSizeBytes;
+        return true;
+    };
+    bool ok = load(peer_move_kernel) && load(resident_move_kernel);
+    for (int d = 0; d < GPUCOLL_DTYPE_COUNT; d++)
+        for (int o = 0; o < GPUCOLL_OP_COUNT; o++) {
+            KernelPair p = reduce_kernel_for((gpucoll_dtype_t)d, (gpucoll_op_t)o);
+            ok = ok && load(p.launch) && load(p.resident);
+        }
+    return ok;
+}
+
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
                         void *stream)
 {

@@ -224,7 +224,7 @@ static bool hier_ensure(mca_coll_gpu_module_t *m)
     /* Phase 1: the node-local team over the ranks of my node. */
     for (int j = 0; j < layout.local_size; j++) members[j] = rank_of[layout.node * layout.local_size + j];
     hier_oob_ctx_t lctx = {m, members, layout.local_size, 1};
-    gpucoll_team_oob_t loob = {layout.local_rank, layout.local_size, subset_allgather, &lctx};
+    gpucoll_team_oob_t loob = {layout.local_rank, layout.local_size, subset_allgather, &lctx, coll_gpu_mpi_progress};
     st = h ? gpucoll_hier_connect_local(h, &loob) : GPUCOLL_ERR_NO_MEMORY;
     if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: node-local team: %s", comm->c_name, gpucoll_last_error());
     if (!drain(m, 1, st == GPUCOLL_SUCCESS)) {
@@ -234,7 +234,7 @@ static bool hier_ensure(mca_coll_gpu_module_t *m)
     /* Phase 2: the UCX group over the ranks with my local index. */
     for (int n = 0; n < layout.nnodes; n++) members[n] = rank_of[n * layout.local_size + layout.local_rank];
     hier_oob_ctx_t cctx = {m, members, layout.nnodes, 2};
-    gpucoll_team_oob_t coob = {layout.node, layout.nnodes, subset_allgather, &cctx};
+    gpucoll_team_oob_t coob = {layout.node, layout.nnodes, subset_allgather, &cctx, coll_gpu_mpi_progress};
     st = gpucoll_hier_connect_cross(h, &coob);
     if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: UCX group: %s", comm->c_name, gpucoll_last_error());
     if (!drain(m, 2, st == GPUCOLL_SUCCESS)) {

@@ -25,8 +25,9 @@ bool coll_gpu_self_copy(mca_coll_gpu_module_t *m, const void *sbuf, size_t scoun
     if (ompi_comm_size(comm) != 1 || m->force_staged ||
         mca_coll_gpu_component.config.path == GPUCOLL_PATH_STAGED)
         return false;
+    /* Callers come here with a device buffer only (calls on host memory go
+     * to Open MPI first): no second look at the pointers. */
     bool in_place = sbuf == MPI_IN_PLACE || rbuf == MPI_IN_PLACE || sbuf == rbuf;
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf)) return false;
     *rc = OMPI_SUCCESS;
     if (!in_place) {
         const char *from, *to;

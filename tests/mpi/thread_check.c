@@ -1,7 +1,7 @@
 /* Collectives from several threads at once, each on its own communicator
  * (MPI_THREAD_MULTIPLE), every result checked exactly against a host reference.
  *
- *   thread_check [--mem host|device] [--one-gpu] [--threads T] [--iters N]
+ *   thread_check [--mem host|device] [--one-gpu] [--threads T] [--iters N] [--stacks-after S]
  *
  * T threads (default 3) each own an MPI_Comm_dup of MPI_COMM_WORLD and run N
  * rounds of allreduce (in place and not, up to 4 MiB: the zero-copy sizes),
@@ -10,14 +10,22 @@
  * communicator is caught. Device buffers rotate through a pool of distinct
  * allocations, so the process-wide IPC cache evicts while other threads'
  * calls use their mappings. Exit 77 without MPI_THREAD_MULTIPLE, or without
- * a GPU in device mode; 1 on any failure. */
+ * a GPU in device mode; 1 on any failure. With --stacks-after S, a rank whose
+ * threads have finished no call for S seconds prints every thread's stack
+ * (a hang then says where each thread waits). */
 /* Our own copies must not wait on the component's kernels of other threads
  * (the legacy default stream waits for every blocking stream), or a thread
  * of each rank could wait for a kernel that waits for the other rank. */
 #define CUDA_API_PER_THREAD_DEFAULT_STREAM 1
 #include <cuda_runtime.h>
+#include <execinfo.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +58,11 @@ static void fail(thread_t *t, const char *what, size_t n, size_t i, int got, int
                 want);
 }
 
+static atomic_long progress; /* calls finished by all threads */
+
 static void check(thread_t *t, const char *what, size_t n, const int *got, const int *want, size_t count)
 {
+    atomic_fetch_add(&progress, 1);
     t->checks++;
     for (size_t i = 0; i < count; i++)
         if (got[i] != want[i]) {
@@ -162,6 +173,48 @@ static void run_round(thread_t *t, int iter)
     check(t, "alltoallv", base, get(t, buf_b(t, s), ro), t->expect, ro);
 }
 
+/* --stacks-after: the watchdog signals one thread at a time; each prints its own stack. */
+static sem_t stack_done;
+static void print_stack(int sig)
+{
+    (void)sig;
+    char head[96];
+    int n = snprintf(head, sizeof head, "thread_check: rank %d, thread %ld, stack:\n", rank, (long)syscall(SYS_gettid));
+    if (write(2, head, (size_t)n) < 0) {}
+    void *frames[48];
+    backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+    sem_post(&stack_done);
+}
+
+typedef struct {
+    int seconds, nthreads;
+    pthread_t *ids;
+    atomic_int stop;
+} watchdog_t;
+
+static void *watchdog_main(void *arg)
+{
+    watchdog_t *w = arg;
+    long seen = -1;
+    int still = 0, dumped = 0;
+    while (!atomic_load(&w->stop)) {
+        sleep(1);
+        long now = atomic_load(&progress);
+        still = now == seen ? still + 1 : 0;
+        seen = now;
+        if (still < w->seconds || dumped) continue;
+        dumped = 1;
+        fprintf(stderr, "thread_check: rank %d: no call finished for %d s (%ld so far)\n", rank, still, now);
+        for (int k = 0; k < w->nthreads; k++) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 2;
+            if (pthread_kill(w->ids[k], SIGUSR2) == 0) sem_timedwait(&stack_done, &ts);
+        }
+    }
+    return NULL;
+}
+
 static void *thread_main(void *arg)
 {
     thread_t *t = arg;
@@ -173,7 +226,7 @@ static void *thread_main(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided = 0, nthreads = 3, one_gpu = 0;
+    int provided = 0, nthreads = 3, one_gpu = 0, stacks_after = 0;
     const char *mem = "host";
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -183,6 +236,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--one-gpu")) one_gpu = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) nthreads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--stacks-after") && i + 1 < argc) stacks_after = atoi(argv[++i]);
     }
     if (nthreads < 1) nthreads = 1;
     if (nthreads > 16) nthreads = 16;
@@ -227,11 +281,24 @@ int main(int argc, char **argv)
     }
     pthread_t *ids = calloc((size_t)nthreads, sizeof *ids);
     for (int k = 0; k < nthreads; k++) pthread_create(&ids[k], NULL, thread_main, &th[k]);
+    watchdog_t dog = {.seconds = stacks_after, .nthreads = nthreads, .ids = ids};
+    pthread_t dog_id;
+    if (stacks_after > 0) {
+        void *warm[1];
+        backtrace(warm, 1); /* loads libgcc_s now, not inside the signal handler */
+        sem_init(&stack_done, 0, 0);
+        signal(SIGUSR2, print_stack);
+        pthread_create(&dog_id, NULL, watchdog_main, &dog);
+    }
     long local[2] = {0, 0}, total[2];
     for (int k = 0; k < nthreads; k++) {
         pthread_join(ids[k], NULL);
         local[0] += th[k].checks;
         local[1] += th[k].failures;
+    }
+    if (stacks_after > 0) {
+        atomic_store(&dog.stop, 1);
+        pthread_join(dog_id, NULL);
     }
     MPI_Reduce(local, total, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Bcast(total, 2, MPI_LONG, 0, MPI_COMM_WORLD);
