@@ -46,7 +46,11 @@ OMPI_MODULE_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
     X(reduce_scatter_block) X(scan) X(scatter) X(scatterv) X(reduce_local)        \
     X(iallgather) X(iallgatherv) X(iallreduce) X(ialltoall) X(ialltoallv)         \
     X(ialltoallw) X(ibcast) X(iexscan) X(igather) X(igatherv) X(ireduce)          \
-    X(ireduce_scatter) X(ireduce_scatter_block) X(iscan) X(iscatter) X(iscatterv)
+    X(ireduce_scatter) X(ireduce_scatter_block) X(iscan) X(iscatter) X(iscatterv)     \
+    X(allgather_init) X(allgatherv_init) X(allreduce_init) X(alltoall_init)       \
+    X(alltoallv_init) X(bcast_init) X(exscan_init) X(gather_init) X(gatherv_init) \
+    X(reduce_init) X(reduce_scatter_init) X(reduce_scatter_block_init)            \
+    X(scan_init) X(scatter_init) X(scatterv_init)
 
 typedef struct coll_gpu_prev_t {
 #define COLL_GPU_PREV_FIELD(name)                   \
@@ -269,4 +273,55 @@ int mca_coll_gpu_iexscan(const void *sbuf, void *rbuf, int count, ompi_datatype_
                          ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
 
 END_C_DECLS
+
+/* ---- persistent collectives (coll_gpu_persistent.c): each MPI_Start runs
+ * the nonblocking collective above on the arguments *_init recorded. ------ */
+int mca_coll_gpu_allreduce_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                                ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                             int root, ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                             mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                     ompi_op_t *op, ompi_communicator_t *comm, ompi_info_t *info,
+                                     ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                           ompi_op_t *op, ompi_communicator_t *comm, ompi_info_t *info,
+                                           ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_scan_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                           ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                           mca_coll_base_module_t *module);
+int mca_coll_gpu_exscan_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                             ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                             mca_coll_base_module_t *module);
+int mca_coll_gpu_bcast_init(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
+                            ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_allgather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_allgatherv_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                 const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
+                                 ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                 mca_coll_base_module_t *module);
+int mca_coll_gpu_alltoall_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                               ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_info_t *info,
+                               ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
+                                void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
+                                ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                mca_coll_base_module_t *module);
+int mca_coll_gpu_gather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                             ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_info_t *info,
+                             ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_gatherv_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                              const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                              ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_scatter_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                              ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_info_t *info,
+                              ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_scatterv_init(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
+                               void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                               ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+void coll_gpu_persistent_fini(void);
+
 #endif

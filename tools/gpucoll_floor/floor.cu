@@ -10,6 +10,8 @@
 //   pointer attributes   cudaPointerGetAttributes on a device pointer
 //   copy 8 B             cudaMemcpyAsync device to device + sync (what a
 //                        one-rank collective costs at least)
+//   copy 8 B <stream>    the same on the legacy default, per-thread default
+//                        and a non-blocking stream
 //   copy 16 MiB (GB/s)   the same at 16 MiB and 256 MiB, as bandwidth
 //
 // usage: gpucoll-floor [repetitions]      (exit 77 without a GPU)
@@ -114,6 +116,23 @@ int main(int argc, char **argv)
         CHECK(cudaStreamSynchronize(s));
     });
     std::printf("copy 8 B            %8.2f\n", c8);
+    // The streams a one-rank collective could copy on: the legacy default
+    // stream (today's), the per-thread default stream (also ordered after
+    // legacy work), and a non-blocking stream (NCCL's kind).
+    cudaStream_t nb;
+    CHECK(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+    const struct {
+        const char *name;
+        cudaStream_t stream;
+    } kinds[] = {{"legacy", cudaStreamLegacy}, {"per-thread", cudaStreamPerThread}, {"non-blocking", nb}};
+    for (const auto &k : kinds) {
+        double us = mean_us(reps, [&](int) {
+            CHECK(cudaMemcpyAsync(b, a, 8, cudaMemcpyDeviceToDevice, k.stream));
+            CHECK(cudaStreamSynchronize(k.stream));
+        });
+        std::printf("copy 8 B %-12s %7.2f\n", k.name, us);
+    }
+    CHECK(cudaStreamDestroy(nb));
     for (size_t bytes : {(size_t)16 << 20, big_bytes}) {
         double us = mean_us(reps / 100 + 10, [&](int) {
             CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));

@@ -1,0 +1,378 @@
+/* Persistent collectives (MPI-4 *_init; MPIX_*_init in Open MPI 4.1).
+ *
+ * Open MPI's own persistent collectives (coll/libnbc) treat device buffers
+ * as host memory and crash on them. Here the *_init call records the
+ * arguments; each MPI_Start runs the component's nonblocking collective on
+ * them (the peer path where it serves, else staged through host memory,
+ * exactly as MPI_I<coll> does), and the request completes when that does.
+ * Every rank's persistent requests take this route, whatever its buffers, so
+ * that all ranks start the same kind of operation underneath.
+ *
+ * The request derives from ompi_coll_base_nbc_request_t: the MPI layer's
+ * ompi_coll_base_retain_op/datatypes write its fields after *_init returns. */
+#include "coll_gpu.h"
+
+#include <pthread.h>
+
+#include "ompi/mca/coll/base/coll_base_util.h"
+
+typedef enum { P_ALLREDUCE, P_REDUCE, P_BCAST, P_ALLGATHER, P_ALLGATHERV, P_ALLTOALL, P_ALLTOALLV,
+               P_REDUCE_SCATTER, P_REDUCE_SCATTER_BLOCK, P_GATHER, P_GATHERV, P_SCATTER, P_SCATTERV,
+               P_SCAN, P_EXSCAN } persist_kind_t;
+
+typedef struct coll_gpu_persist_t {
+    ompi_coll_base_nbc_request_t super;
+    persist_kind_t kind;
+    mca_coll_base_module_t *module;
+    ompi_communicator_t *comm;
+    /* The call as *_init received it (MPI keeps buffers and arrays valid
+     * until the request is freed). */
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount, root;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    ompi_datatype_t *sdtype, *rdtype;
+    ompi_op_t *op;
+    ompi_request_t *inner; /* the running start's request; NULL while inactive */
+    /* Owners: the application's handle, and a start in flight. */
+    int32_t owners;
+    struct coll_gpu_persist_t *next;
+} coll_gpu_persist_t;
+
+static OBJ_CLASS_INSTANCE(coll_gpu_persist_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+
+static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
+static coll_gpu_persist_t *running; /* started, inner request pending */
+static int running_count;
+static bool progress_registered;
+
+static void persist_disown(coll_gpu_persist_t *p)
+{
+    if (__atomic_sub_fetch(&p->owners, 1, __ATOMIC_ACQ_REL) != 0) return;
+    OMPI_REQUEST_FINI(&p->super.super);
+    OBJ_RELEASE(p);
+}
+
+static int persist_free(ompi_request_t **rp)
+{
+    coll_gpu_persist_t *p = (coll_gpu_persist_t *)*rp;
+    *rp = MPI_REQUEST_NULL;
+    persist_disown(p); /* a start in flight keeps it until it completes */
+    return OMPI_SUCCESS;
+}
+
+static int persist_cancel(ompi_request_t *request, int complete)
+{
+    (void)request;
+    (void)complete;
+    return MPI_ERR_REQUEST;
+}
+
+static void persist_complete(coll_gpu_persist_t *p)
+{
+    int rc = p->inner->req_status.MPI_ERROR;
+    ompi_request_free(&p->inner);
+    p->inner = NULL;
+    p->super.super.req_status.MPI_ERROR = rc;
+    ompi_request_complete(&p->super.super, true);
+    persist_disown(p);
+}
+
+static int persist_progress(void)
+{
+    if (__atomic_load_n(&running_count, __ATOMIC_RELAXED) == 0) return 0;
+    coll_gpu_persist_t *done = NULL;
+    pthread_mutex_lock(&running_lock);
+    for (coll_gpu_persist_t **pp = &running; *pp;) {
+        coll_gpu_persist_t *p = *pp;
+        if (REQUEST_COMPLETE(p->inner)) {
+            *pp = p->next;
+            p->next = done;
+            done = p;
+            __atomic_store_n(&running_count, running_count - 1, __ATOMIC_RELAXED);
+        } else {
+            pp = &p->next;
+        }
+    }
+    pthread_mutex_unlock(&running_lock);
+    int n = 0;
+    while (done) { /* outside the lock: completion may start other collectives */
+        coll_gpu_persist_t *p = done;
+        done = p->next;
+        persist_complete(p);
+        n++;
+    }
+    return n;
+}
+
+/* The nonblocking collective for one start of `p`. */
+static int start_inner(coll_gpu_persist_t *p, ompi_request_t **r)
+{
+    mca_coll_base_module_t *m = p->module;
+    ompi_communicator_t *c = p->comm;
+    switch (p->kind) {
+    case P_ALLREDUCE: return mca_coll_gpu_iallreduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
+    case P_REDUCE: return mca_coll_gpu_ireduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, p->root, c, r, m);
+    case P_BCAST: return mca_coll_gpu_ibcast(p->rbuf, p->rcount, p->rdtype, p->root, c, r, m);
+    case P_ALLGATHER:
+        return mca_coll_gpu_iallgather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
+    case P_ALLGATHERV:
+        return mca_coll_gpu_iallgatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls, p->rdtype, c,
+                                        r, m);
+    case P_ALLTOALL:
+        return mca_coll_gpu_ialltoall(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
+    case P_ALLTOALLV:
+        return mca_coll_gpu_ialltoallv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
+                                       p->rdtype, c, r, m);
+    case P_REDUCE_SCATTER:
+        return mca_coll_gpu_ireduce_scatter(p->sbuf, p->rbuf, p->rcounts, p->rdtype, p->op, c, r, m);
+    case P_REDUCE_SCATTER_BLOCK:
+        return mca_coll_gpu_ireduce_scatter_block(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
+    case P_GATHER:
+        return mca_coll_gpu_igather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root, c, r, m);
+    case P_GATHERV:
+        return mca_coll_gpu_igatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls, p->rdtype,
+                                     p->root, c, r, m);
+    case P_SCATTER:
+        return mca_coll_gpu_iscatter(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root, c, r, m);
+    case P_SCATTERV:
+        return mca_coll_gpu_iscatterv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcount, p->rdtype,
+                                      p->root, c, r, m);
+    case P_SCAN: return mca_coll_gpu_iscan(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
+    case P_EXSCAN: return mca_coll_gpu_iexscan(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
+    }
+    return OMPI_ERR_BAD_PARAM;
+}
+
+static int persist_start(size_t count, ompi_request_t **requests)
+{
+    for (size_t i = 0; i < count; i++) {
+        coll_gpu_persist_t *p = (coll_gpu_persist_t *)requests[i];
+        if (p == NULL || p->super.super.req_state == OMPI_REQUEST_ACTIVE) return OMPI_ERR_BAD_PARAM;
+        p->super.super.req_state = OMPI_REQUEST_ACTIVE;
+        p->super.super.req_complete = REQUEST_PENDING;
+        p->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+        p->inner = NULL;
+        int rc = start_inner(p, &p->inner);
+        if (rc != OMPI_SUCCESS || p->inner == NULL) {
+            /* Nothing runs: the start is over, with its error. */
+            if (p->inner) ompi_request_free(&p->inner);
+            p->inner = NULL;
+            p->super.super.req_status.MPI_ERROR = rc != OMPI_SUCCESS ? rc : MPI_ERR_INTERN;
+            ompi_request_complete(&p->super.super, true);
+            continue;
+        }
+        __atomic_add_fetch(&p->owners, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_lock(&running_lock);
+        if (!progress_registered) {
+            opal_progress_register(persist_progress);
+            progress_registered = true;
+        }
+        p->next = running;
+        running = p;
+        __atomic_store_n(&running_count, running_count + 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&running_lock);
+    }
+    persist_progress(); /* one already done (a one-rank copy) completes at once */
+    return OMPI_SUCCESS;
+}
+
+static int persist_new(persist_kind_t kind, ompi_communicator_t *comm, mca_coll_base_module_t *module,
+                       ompi_request_t **request, coll_gpu_persist_t **out)
+{
+    coll_gpu_persist_t *p = OBJ_NEW(coll_gpu_persist_t);
+    if (p == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+    OMPI_REQUEST_INIT(&p->super.super, true); /* inactive, complete */
+    p->super.super.req_type = OMPI_REQUEST_COLL;
+    p->super.super.req_free = persist_free;
+    p->super.super.req_cancel = persist_cancel;
+    p->super.super.req_start = persist_start;
+    p->super.super.req_mpi_object.comm = comm;
+    p->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+    p->kind = kind;
+    p->comm = comm;
+    p->module = module;
+    p->owners = 1;
+    *request = &p->super.super;
+    *out = p;
+    return OMPI_SUCCESS;
+}
+
+/* Recording each kind's arguments: a reduction (count, dtype, op). */
+static int persist_reduction(persist_kind_t kind, const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             ompi_op_t *op, int root, const int *rcounts, ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    coll_gpu_persist_t *p;
+    int rc = persist_new(kind, comm, module, request, &p);
+    if (rc != OMPI_SUCCESS) return rc;
+    p->sbuf = sbuf;
+    p->rbuf = rbuf;
+    p->rcount = count;
+    p->rdtype = dtype;
+    p->op = op;
+    p->root = root;
+    p->rcounts = rcounts;
+    return OMPI_SUCCESS;
+}
+
+/* Data movement: send and receive sides. */
+static int persist_move(persist_kind_t kind, const void *sbuf, int scount, const int *scounts, const int *sdispls,
+                        ompi_datatype_t *sdtype, void *rbuf, int rcount, const int *rcounts, const int *rdispls,
+                        ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_request_t **request,
+                        mca_coll_base_module_t *module)
+{
+    coll_gpu_persist_t *p;
+    int rc = persist_new(kind, comm, module, request, &p);
+    if (rc != OMPI_SUCCESS) return rc;
+    p->sbuf = sbuf;
+    p->scount = scount;
+    p->scounts = scounts;
+    p->sdispls = sdispls;
+    p->sdtype = sdtype;
+    p->rbuf = rbuf;
+    p->rcount = rcount;
+    p->rcounts = rcounts;
+    p->rdispls = rdispls;
+    p->rdtype = rdtype;
+    p->root = root;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_gpu_allreduce_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                                ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_reduction(P_ALLREDUCE, sbuf, rbuf, count, dtype, op, 0, NULL, comm, request, module);
+}
+
+int mca_coll_gpu_reduce_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                             int root, ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                             mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_reduction(P_REDUCE, sbuf, rbuf, count, dtype, op, root, NULL, comm, request, module);
+}
+
+int mca_coll_gpu_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                     ompi_op_t *op, ompi_communicator_t *comm, ompi_info_t *info,
+                                     ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_reduction(P_REDUCE_SCATTER, sbuf, rbuf, 0, dtype, op, 0, rcounts, comm, request, module);
+}
+
+int mca_coll_gpu_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                           ompi_op_t *op, ompi_communicator_t *comm, ompi_info_t *info,
+                                           ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_reduction(P_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op, 0, NULL, comm, request, module);
+}
+
+int mca_coll_gpu_scan_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                           ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                           mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_reduction(P_SCAN, sbuf, rbuf, count, dtype, op, 0, NULL, comm, request, module);
+}
+
+int mca_coll_gpu_exscan_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                             ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                             mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_reduction(P_EXSCAN, sbuf, rbuf, count, dtype, op, 0, NULL, comm, request, module);
+}
+
+int mca_coll_gpu_bcast_init(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
+                            ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_BCAST, NULL, 0, NULL, NULL, NULL, buf, count, NULL, NULL, dtype, root, comm, request,
+                        module);
+}
+
+int mca_coll_gpu_allgather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_ALLGATHER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, rdtype, 0, comm,
+                        request, module);
+}
+
+int mca_coll_gpu_allgatherv_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                 const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
+                                 ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                 mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_ALLGATHERV, sbuf, scount, NULL, NULL, sdtype, rbuf, 0, rcounts, displs, rdtype, 0, comm,
+                        request, module);
+}
+
+int mca_coll_gpu_alltoall_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                               ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_info_t *info,
+                               ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_ALLTOALL, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, rdtype, 0, comm,
+                        request, module);
+}
+
+int mca_coll_gpu_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
+                                void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
+                                ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_ALLTOALLV, sbuf, 0, scounts, sdispls, sdtype, rbuf, 0, rcounts, rdispls, rdtype, 0, comm,
+                        request, module);
+}
+
+int mca_coll_gpu_gather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                             ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_info_t *info,
+                             ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_GATHER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, rdtype, root, comm,
+                        request, module);
+}
+
+int mca_coll_gpu_gatherv_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                              const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                              ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_GATHERV, sbuf, scount, NULL, NULL, sdtype, rbuf, 0, rcounts, displs, rdtype, root, comm,
+                        request, module);
+}
+
+int mca_coll_gpu_scatter_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                              ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_info_t *info,
+                              ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_SCATTER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, rdtype, root, comm,
+                        request, module);
+}
+
+int mca_coll_gpu_scatterv_init(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
+                               void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                               ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_SCATTERV, sbuf, 0, scounts, displs, sdtype, rbuf, rcount, NULL, NULL, rdtype, root, comm,
+                        request, module);
+}
+
+void coll_gpu_persistent_fini(void)
+{
+    pthread_mutex_lock(&running_lock);
+    if (progress_registered) opal_progress_unregister(persist_progress);
+    progress_registered = false;
+    pthread_mutex_unlock(&running_lock);
+}
