@@ -62,4 +62,5 @@ extern "C" void gpucoll_core_release_caches(void)
 {
     gpucoll::release_host_cache();
     gpucoll::release_process_ipc_cache();
+    gpucoll::release_copy_streams();
 }

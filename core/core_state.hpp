@@ -9,6 +9,7 @@ namespace gpucoll {
 // The configuration the glue handed over (defaults filled in).
 const gpucoll_config_t &config();
 void release_host_cache();
+void release_copy_streams(); // core/local_reduce.cpp
 
 // Once per process and device, before any peer kernel runs there: loads
 // every peer kernel and raises the context's per-thread stack to what the

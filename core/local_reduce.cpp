@@ -3,6 +3,8 @@
 // and the copy that a collective on a one-rank communicator amounts to.
 #include <stdint.h>
 
+#include <mutex>
+
 #include "core_state.hpp"
 #include "device_guard.hpp"
 #include "gpu_port.h"
@@ -49,13 +51,48 @@ extern "C" gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, si
     return GPUCOLL_SUCCESS;
 }
 
+namespace {
+
+constexpr int kMaxDevices = 64;
+std::mutex g_copy_mu;
+gpuStream_t g_copy_stream[kMaxDevices];
+
+// A blocking stream of the current device for one-rank copies: like the
+// legacy default stream it follows the work queued there (the stream rule),
+// and copying on it and synchronising it costs about 0.5 us less per call
+// (gpucoll-floor: "copy 8 B" against "copy 8 B legacy"). nullptr (the
+// legacy stream) where it cannot be had.
+gpuStream_t copy_stream()
+{
+    int device = -1;
+    if (gpuGetDevice(&device) != gpuSuccess || device < 0 || device >= kMaxDevices) return nullptr;
+    std::lock_guard<std::mutex> lock(g_copy_mu);
+    if (!g_copy_stream[device] && gpuStreamCreateWithFlags(&g_copy_stream[device], gpuStreamDefault) != gpuSuccess) {
+        (void)gpuGetLastError();
+        g_copy_stream[device] = nullptr;
+    }
+    return g_copy_stream[device];
+}
+
+} // namespace
+
+void gpucoll::release_copy_streams()
+{
+    std::lock_guard<std::mutex> lock(g_copy_mu);
+    for (gpuStream_t &s : g_copy_stream) {
+        if (s) gpuStreamDestroy(s);
+        s = nullptr;
+    }
+}
+
 extern "C" gpucoll_status_t gpucoll_local_copy(void *dst, const void *src, size_t bytes)
 {
     if (bytes == 0 || dst == src) return GPUCOLL_SUCCESS;
     // cudaMemcpy returns before a device-to-device copy is done; the MPI call
     // must not (the caller may read the result from any stream).
-    gpuError_t e = gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDefault, nullptr);
-    if (e == gpuSuccess) e = gpuStreamSynchronize(nullptr);
+    gpuStream_t s = copy_stream();
+    gpuError_t e = gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDefault, s);
+    if (e == gpuSuccess) e = gpuStreamSynchronize(s);
     if (e != gpuSuccess)
         return gpucoll_fail(GPUCOLL_ERR_GPU, "copy of %zu bytes from %p to %p failed: %s", bytes, src, dst,
                             gpuGetErrorString(e));
