@@ -36,20 +36,22 @@ namespace {
 // number of one of the rank's collectives, whether it can take the peer path
 // and whether its buffers can be mapped by the peers (zero-copy): one atomic
 // word, so a reader never sees half an update. Posts and keys alternate
-// between two slots by the parity of the call: a rank may finish call n
-// and post call n+1 before a slower peer has read its post of n (the root
-// of an LL bcast, the senders of an LL reduce wait for nobody), but it
-// cannot post n+2 before every peer has posted n+1, which each does after
-// reading everything of n; and no rank posts n+2 (over its post of n)
-// before every peer has posted n+1 (agree(), which waits for that even on a
-// rank that cannot take the peer path, since such a rank leaves the call
-// without waiting for anyone). The key is written before the post that
-// publishes it (release/acquire). The buffer descriptors are read only by
-// zero-copy calls, whose kernels need every peer, so one copy serves.
+// between two slots by the parity of the call: a rank that took the peer
+// path for call n may finish it and post n+1 before a slower peer has read
+// its post of n (the root of an LL bcast, the senders of an LL reduce wait
+// for nobody). Before it posts n+2 over its post of n it waits until every
+// peer has `consumed` n, which they are about to do: they all posted n. A
+// post of n that did not lead to the peer path may be overwritten unread:
+// a reader that finds a later call there concludes "cannot", as it would
+// have from the post itself (the rank could not, or staged with the rest).
+// The key is written before the post that publishes it (release/acquire).
+// The buffer descriptors are read only by zero-copy calls, whose kernels
+// need every peer, so one copy serves.
 struct alignas(128) ShmRank {
     std::atomic<uint64_t> post[2]; // by seq & 1
     std::atomic<uint64_t> mapped;  // seq << 1 | whether this rank mapped every peer's buffers
     std::atomic<uint64_t> settled; // seq of the latest call this rank finished reading the keys of
+    std::atomic<uint64_t> consumed; // seq of the latest call this rank is done with in agree()
     CallKey key[2];                // by seq & 1
     long pid;
     IpcDesc src_desc, dst_desc;
@@ -108,6 +110,7 @@ struct gpucoll_team {
     ShmBlock *shm = nullptr;
     void (*progress)(void) = nullptr; // gpucoll_team_oob_t.progress
     uint64_t seq = 0;        // collectives posted so far
+    uint64_t peer_path_seq[2] = {}; // by seq & 1: the latest such call that agree() sent down the peer path
     uint64_t epoch = 1;      // next barrier epoch of the GPU flags
     uint32_t ll_flag = 0;    // flag of the latest LL call (kernels/ll_lines.cuh); never 0 in a call
     size_t ll_slot_bytes = 0;// 0: no LL area
@@ -447,17 +450,24 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, cons
 {
     ShmRank &me = t->shm->ranks[t->rank];
     const int slot_of_call = (int)(seq & 1);
-    // Our slot last held call seq - 2: every peer is done reading it once it
-    // has posted seq - 1 (or, one call ahead of us, seq + 1 in the same slot).
-    for (int r = 0; seq > 2 && r < t->size; r++) {
-        auto &prev = t->shm->ranks[r].post[(seq - 1) & 1];
-        if (!wait_until(t->progress, [&] { return post_seq(prev.load(std::memory_order_acquire)) >= seq - 1; }))
-            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not reach collective #%llu within %d ms", r,
-                                (unsigned long long)(seq - 1), config().timeout_ms);
+    // Our slot holds call seq - 2. If that call took the peer path, every
+    // peer posted it and is about to be done with it (see ShmRank).
+    for (int r = 0; seq > 2 && t->peer_path_seq[slot_of_call] == seq - 2 && r < t->size; r++) {
+        auto &done = t->shm->ranks[r].consumed;
+        if (!wait_until(t->progress, [&] { return done.load(std::memory_order_acquire) >= seq - 2; }))
+            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not finish collective #%llu within %d ms", r,
+                                (unsigned long long)(seq - 2), config().timeout_ms);
     }
     if (ok) me.key[slot_of_call] = call_key(a, t->size); // a rank that cannot never has its key read
     me.post[slot_of_call].store(pack_post(seq, ok, direct), std::memory_order_release);
+    if (team_test_after_post) team_test_after_post(t->rank, seq);
     *all_ok = *all_direct = false;
+    // Whatever follows, this rank reads nothing of this call after it.
+    struct Consumed {
+        ShmRank &me;
+        uint64_t seq;
+        ~Consumed() { me.consumed.store(seq, std::memory_order_release); }
+    } consumed{me, seq};
     if (!ok) return GPUCOLL_SUCCESS;
     bool result = true, dir = direct;
     for (int r = 0; r < t->size; r++) {
@@ -490,6 +500,7 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, cons
     }
     *all_ok = true;
     *all_direct = dir;
+    t->peer_path_seq[slot_of_call] = seq;
     return GPUCOLL_SUCCESS;
 }
 
@@ -780,6 +791,19 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         t->ll_flag = 0;
     }
     return GPUCOLL_SUCCESS;
+}
+
+void (*gpucoll::team_test_after_post)(int rank, uint64_t seq) = nullptr;
+
+gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok)
+{
+    gpucoll_coll_args_t a{};
+    a.kind = GPUCOLL_COLL_ALLREDUCE;
+    a.count = 1;
+    a.dtype = GPUCOLL_FLOAT32;
+    a.op = GPUCOLL_OP_SUM;
+    bool all_direct;
+    return no_throw([&] { return agree(t, ++t->seq, ok, false, a, all_ok, &all_direct); });
 }
 
 extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)

@@ -14,4 +14,13 @@ enum class TeamShm { MemfdFirst, NamedOnly };
 // gpucoll_team_create with the choice above.
 gpucoll_status_t team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **out, TeamShm shm);
 
+// Tests of the agreement (tests/core/test_team_agree.cpp), which needs no
+// GPU: the next call's agreement alone, for an allreduce of one float that
+// this rank can (ok) or cannot take down the peer path; *all_ok as the peer
+// path would see it.
+gpucoll_status_t team_agree(gpucoll_team_t *t, bool ok, bool *all_ok);
+// Tests only: when set, called by every agreement right after this rank
+// posted call `seq`, to hold a rank where a scheduler might.
+extern void (*team_test_after_post)(int rank, uint64_t seq);
+
 } // namespace gpucoll
