@@ -5,42 +5,51 @@ namespace gpucoll {
 namespace {
 
 struct Entry {
+    const char *name;   // what verbose output and the tests call it
     gpucoll_coll_kind_t kind;
-    PeerAlgo algo;
+    PeerAlgo algo;      // the kernel's entry (kernels/peer_kernels.cu dispatches on it)
+    Protocol protocol;
     bool reduces;
     int areas_per_rank; // chunk-sized areas per rank: 0 = one in all, 1 = one per rank
     bool strided;
-    bool push;          // zero-copy by stores into peers' buffers (see direct_push)
 };
 
+constexpr auto kNoKind = (gpucoll_coll_kind_t)-1;
+
 // The one table of algorithms. For each kind the first row whose condition
-// holds serves; `direct` rows need every rank's buffers mapped.
+// holds serves (make_plan); zero-copy rows need every rank's buffers mapped.
 constexpr Entry kTable[] = {
-    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceLL, true, 0, false, false},
-    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, true, 0, false, false},
-    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, true, 0, false, true},
-    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, true, 0, false, true},
-    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, true, 0, false, false},
-    {GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, true, 0, false, false},
-    {GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, true, 0, false, false},
-    {GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, true, 0, false, false},
-    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, true, 0, true, false},
-    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockLL, true, 0, true, false},
-    {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, true, 1, true, false},
-    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, false, 0, true, true},
-    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, false, 0, true, false},
-    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, false, 0, true, false},
-    {GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, false, 0, true, false},
-    {GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, false, 0, false, true},
-    {GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, false, 0, false, false},
-    {GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, false, 0, false, false},
-    {GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, false, 0, false, false},
-    {GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, false, 0, true, false},
-    {GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, false, 1, true, false},
+    {"allreduce_ll", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceLL, Protocol::LL, true, 0, false},
+    {"allreduce_oneshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, Protocol::Scratch, true, 0, false},
+    {"allreduce_push", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, Protocol::ZeroCopyPush, true, 0, false},
+    {"allreduce_writes", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, Protocol::ZeroCopyPush, true, 0, false},
+    {"allreduce_direct", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, Protocol::ZeroCopyPull, true, 0, false},
+    {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, 0, false},
+    {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false},
+    {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false},
+    {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull,
+     true, 0, true},
+    {"reduce_scatter_block_ll", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockLL, Protocol::LL, true,
+     0, true},
+    {"reduce_scatter_block", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, Protocol::Scratch, true,
+     1, true},
+    {"allgather_push", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, Protocol::ZeroCopyPush, false, 0, true},
+    {"allgather_direct", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, Protocol::ZeroCopyPull, false, 0, true},
+    {"allgather_ll", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, Protocol::LL, false, 0, true},
+    {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true},
+    {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false},
+    {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false},
+    {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false},
+    {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false},
+    {"alltoall_ll", GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, Protocol::LL, false, 0, true},
+    {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, 1, true},
     // The vector kinds run zero-copy or not at all (the caller stages them).
-    {GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, false, 0, false, true},
-    {GPUCOLL_COLL_REDUCE_SCATTER, PeerAlgo::ReduceScatterDirect, true, 0, false, false},
-    {GPUCOLL_COLL_ALLTOALLV, PeerAlgo::VectorPush, false, 0, false, true},
+    {"vector_push", GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false},
+    {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull, true,
+     0, false},
+    {"vector_push", GPUCOLL_COLL_ALLTOALLV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false},
+    // No collective: MPI_Reduce_local and the inter-node reducer (core/local_reduce.cpp).
+    {"local_reduce", kNoKind, PeerAlgo::LocalReduce, Protocol::Local, true, 0, false},
 };
 
 // Whether zero-copy `kind` runs by stores (push) or loads (pull).
@@ -102,7 +111,8 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     for (const Entry &e : kTable) {
         if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;
         if (a.kind != GPUCOLL_COLL_ALLREDUCE &&
-            (is_direct(e.algo) != direct || (direct && e.push != push) || (is_ll(e.algo) && !ll)))
+            (is_direct(e.algo) != direct || (direct && (e.protocol == Protocol::ZeroCopyPush) != push) ||
+             (is_ll(e.algo) && !ll)))
             continue;
         if (e.reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
         if (!e.reduces && a.op != GPUCOLL_OP_NONE) return false;
@@ -180,32 +190,24 @@ void reduce_scatter_block_of(const gpucoll_coll_args_t &a, int rank, size_t *off
 
 const char *algo_name(PeerAlgo algo)
 {
-    switch (algo) {
-    case PeerAlgo::AllreduceOneShot: return "allreduce_oneshot";
-    case PeerAlgo::AllreduceTwoShot: return "allreduce_twoshot";
-    case PeerAlgo::Reduce: return "reduce";
-    case PeerAlgo::ReduceScatterBlock: return "reduce_scatter_block";
-    case PeerAlgo::Allgather: return "allgather";
-    case PeerAlgo::Bcast: return "bcast";
-    case PeerAlgo::Alltoall: return "alltoall";
-    case PeerAlgo::LocalReduce: return "local_reduce";
-    case PeerAlgo::AllreduceDirect: return "allreduce_direct";
-    case PeerAlgo::ReduceScatterDirect: return "reduce_scatter_direct";
-    case PeerAlgo::AllgatherDirect: return "allgather_direct";
-    case PeerAlgo::BcastDirect: return "bcast_direct";
-    case PeerAlgo::AllreducePush: return "allreduce_push";
-    case PeerAlgo::AllreduceWrites: return "allreduce_writes";
-    case PeerAlgo::AllgatherPush: return "allgather_push";
-    case PeerAlgo::BcastPush: return "bcast_push";
-    case PeerAlgo::AllreduceLL: return "allreduce_ll";
-    case PeerAlgo::ReduceScatterBlockLL: return "reduce_scatter_block_ll";
-    case PeerAlgo::AllgatherLL: return "allgather_ll";
-    case PeerAlgo::BcastLL: return "bcast_ll";
-    case PeerAlgo::ReduceLL: return "reduce_ll";
-    case PeerAlgo::AlltoallLL: return "alltoall_ll";
-    case PeerAlgo::VectorPush: return "vector_push";
-    }
+    for (const Entry &e : kTable)
+        if (e.algo == algo) return e.name;
     return "?";
+}
+
+Protocol algo_protocol(PeerAlgo algo)
+{
+    for (const Entry &e : kTable)
+        if (e.algo == algo) return e.protocol;
+    return Protocol::Local;
+}
+
+int algo_rows(gpucoll_coll_kind_t kind, PeerAlgo *out, int max)
+{
+    int n = 0;
+    for (const Entry &e : kTable)
+        if (e.kind == kind && n < max) out[n++] = e.algo;
+    return n;
 }
 
 } // namespace gpucoll

@@ -42,7 +42,17 @@ constexpr int kThreadMultipleBlocks = 16;
 // the cross-rank barrier stays cheap for small messages.
 int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks);
 
+// How an algorithm moves data: flag-in-data lines (LL), through scratch
+// with barriers, zero-copy by loads from or stores into peers' mapped
+// buffers, or locally (no peers).
+enum class Protocol { LL, Scratch, ZeroCopyPull, ZeroCopyPush, Local };
+
+// From the algorithm table (core/algo_select.cpp): an algorithm's name
+// ("allreduce_ll", ...; "?" for none), its protocol, and the algorithms
+// that may serve `kind`, in the order make_plan tries them (at most `max`).
 const char *algo_name(PeerAlgo algo);
+Protocol algo_protocol(PeerAlgo algo);
+int algo_rows(gpucoll_coll_kind_t kind, PeerAlgo *out, int max);
 
 // Where the zero-copy kernels of the vector kinds move data (bytes).
 // Allgatherv/Alltoallv: the piece of `rank`'s input that goes to rank p,

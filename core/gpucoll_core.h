@@ -130,6 +130,9 @@ typedef struct gpucoll_coll_args {
  * and the result is in rbuf on return, else GPUCOLL_ERR_UNSUPPORTED tells the
  * caller to take the staged path, as every other rank then does too. */
 gpucoll_status_t gpucoll_team_run(gpucoll_team_t *team, const gpucoll_coll_args_t *args);
+/* The algorithm the team's latest successful gpucoll_team_run ran, by its
+ * name in the algorithm table ("allreduce_ll", ...), for verbose output. */
+const char *gpucoll_team_last_algorithm(const gpucoll_team_t *team);
 
 #ifdef __cplusplus
 }

@@ -11,8 +11,8 @@ static bool run_on_team(mca_coll_gpu_module_t *m, const gpucoll_coll_args_t *a, 
         *rc = coll_gpu_error(st, "peer-to-peer collective");
         return true;
     }
-    COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements ran peer-to-peer", m->comm->c_name, (int)a->kind,
-                     a->count);
+    COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements ran peer-to-peer (%s)", m->comm->c_name, (int)a->kind,
+                     a->count, gpucoll_team_last_algorithm(m->team));
     *rc = OMPI_SUCCESS;
     return true;
 }

@@ -1,4 +1,6 @@
 // The algorithm table and its sizing, without a GPU.
+#include <set>
+#include <string>
 #include <cstdio>
 #include <initializer_list>
 
@@ -254,6 +256,46 @@ int main()
     for (int d = 0; d < GPUCOLL_DTYPE_COUNT; d++)
         for (int o = 0; o < GPUCOLL_OP_COUNT; o++) valid += gpucoll_op_valid((gpucoll_op_t)o, (gpucoll_dtype_t)d);
     CHECK(valid == 8 * 10 + 4 * 4);
+
+    // The table: every algorithm has one name and a protocol that agrees with
+    // what the kernels test (is_direct, is_ll, moves_bytes); every kind has rows,
+    // and every row make_plan can pick for a kind is one of that kind's rows.
+    std::set<std::string> names;
+    for (int i = 0; i <= (int)PeerAlgo::AlltoallLL; i++) {
+        PeerAlgo al = (PeerAlgo)i;
+        std::string n = algo_name(al);
+        CHECK(n != "?", "algorithm %d has no row", i);
+        CHECK(names.insert(n).second, "name %s twice", n.c_str());
+        Protocol pr = algo_protocol(al);
+        CHECK(is_direct(al) == (pr == Protocol::ZeroCopyPull || pr == Protocol::ZeroCopyPush), "%s", n.c_str());
+        CHECK(is_ll(al) == (pr == Protocol::LL), "%s", n.c_str());
+    }
+    for (int k = GPUCOLL_COLL_ALLREDUCE; k <= GPUCOLL_COLL_ALLTOALLV; k++) {
+        PeerAlgo rows[16];
+        int n = algo_rows((gpucoll_coll_kind_t)k, rows, 16);
+        CHECK(n >= 1, "kind %d has no algorithm", k);
+        for (bool direct : {false, true})
+            for (size_t count : {(size_t)1, (size_t)1000, (size_t)1 << 22}) {
+                gpucoll_coll_args_t a = args((gpucoll_coll_kind_t)k, count, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
+                size_t counts[4] = {count, count, count, count}, displs[4] = {0, count, 2 * count, 3 * count};
+                a.counts = counts;
+                a.displs = displs;
+                a.rcounts = counts;
+                a.rdispls = displs;
+                bool moves = k == GPUCOLL_COLL_BCAST || k == GPUCOLL_COLL_ALLGATHER || k == GPUCOLL_COLL_ALLTOALL ||
+                             k == GPUCOLL_COLL_ALLGATHERV || k == GPUCOLL_COLL_ALLTOALLV;
+                if (moves) {
+                    a.dtype = GPUCOLL_UINT8;
+                    a.op = GPUCOLL_OP_NONE;
+                }
+                Plan p;
+                if (!make_plan(a, 0, 4, cfg, direct, &p)) continue;
+                bool listed = false;
+                for (int r = 0; r < n; r++) listed |= rows[r] == p.algo;
+                CHECK(listed, "kind %d picked %s, not one of its rows", k, algo_name(p.algo));
+                CHECK(moves_bytes(p.algo) == moves, "%s", algo_name(p.algo));
+            }
+    }
     std::printf("algo_select: %d failed\n", failures);
     return failures ? 1 : 0;
 }
