@@ -129,6 +129,16 @@ static inline ptrdiff_t coll_gpu_extent_of(ompi_datatype_t *dtype, int n)
 }
 
 /* ---- nonblocking requests (coll_gpu_request.c) --------------------------- */
+/* An inner request that Open MPI's progress watches: once it is complete,
+ * `complete` runs (once, from progress, outside any lock of ours). */
+typedef struct coll_gpu_pending {
+    ompi_request_t *inner;
+    void (*complete)(struct coll_gpu_pending *self);
+    struct coll_gpu_pending *next;
+} coll_gpu_pending_t;
+void coll_gpu_pending_add(coll_gpu_pending_t *w);
+/* Runs the completions that are due now; returns how many ran. */
+int coll_gpu_pending_progress(void);
 int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_communicator_t *comm);
 /* Copies results back and releases the stage; `rc` is the collective's outcome. */
 int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc);
@@ -322,6 +332,5 @@ int mca_coll_gpu_scatter_init(const void *sbuf, int scount, ompi_datatype_t *sdt
 int mca_coll_gpu_scatterv_init(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
                                void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
                                ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
-void coll_gpu_persistent_fini(void);
 
 #endif

@@ -248,7 +248,6 @@ static int gpu_open(void)
 static int gpu_close(void)
 {
     coll_gpu_request_fini();
-    coll_gpu_persistent_fini();
     gpucoll_core_release_caches();
     if (mca_coll_gpu_component.output >= 0) opal_output_close(mca_coll_gpu_component.output);
     mca_coll_gpu_component.output = -1;

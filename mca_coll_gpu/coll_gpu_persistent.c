@@ -12,8 +12,6 @@
  * ompi_coll_base_retain_op/datatypes write its fields after *_init returns. */
 #include "coll_gpu.h"
 
-#include <pthread.h>
-
 #include "ompi/mca/coll/base/coll_base_util.h"
 
 typedef enum { P_ALLREDUCE, P_REDUCE, P_BCAST, P_ALLGATHER, P_ALLGATHERV, P_ALLTOALL, P_ALLTOALLV,
@@ -33,18 +31,12 @@ typedef struct coll_gpu_persist_t {
     const int *scounts, *sdispls, *rcounts, *rdispls;
     ompi_datatype_t *sdtype, *rdtype;
     ompi_op_t *op;
-    ompi_request_t *inner; /* the running start's request; NULL while inactive */
+    coll_gpu_pending_t pending; /* the running start's request (NULL inner while inactive) */
     /* Owners: the application's handle, and a start in flight. */
     int32_t owners;
-    struct coll_gpu_persist_t *next;
 } coll_gpu_persist_t;
 
 static OBJ_CLASS_INSTANCE(coll_gpu_persist_t, ompi_coll_base_nbc_request_t, NULL, NULL);
-
-static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
-static coll_gpu_persist_t *running; /* started, inner request pending */
-static int running_count;
-static bool progress_registered;
 
 static void persist_disown(coll_gpu_persist_t *p)
 {
@@ -68,41 +60,15 @@ static int persist_cancel(ompi_request_t *request, int complete)
     return MPI_ERR_REQUEST;
 }
 
-static void persist_complete(coll_gpu_persist_t *p)
+static void persist_complete(coll_gpu_pending_t *w)
 {
-    int rc = p->inner->req_status.MPI_ERROR;
-    ompi_request_free(&p->inner);
-    p->inner = NULL;
+    coll_gpu_persist_t *p = (coll_gpu_persist_t *)((char *)w - offsetof(coll_gpu_persist_t, pending));
+    int rc = w->inner->req_status.MPI_ERROR;
+    ompi_request_free(&w->inner);
+    w->inner = NULL;
     p->super.super.req_status.MPI_ERROR = rc;
     ompi_request_complete(&p->super.super, true);
     persist_disown(p);
-}
-
-static int persist_progress(void)
-{
-    if (__atomic_load_n(&running_count, __ATOMIC_RELAXED) == 0) return 0;
-    coll_gpu_persist_t *done = NULL;
-    pthread_mutex_lock(&running_lock);
-    for (coll_gpu_persist_t **pp = &running; *pp;) {
-        coll_gpu_persist_t *p = *pp;
-        if (REQUEST_COMPLETE(p->inner)) {
-            *pp = p->next;
-            p->next = done;
-            done = p;
-            __atomic_store_n(&running_count, running_count - 1, __ATOMIC_RELAXED);
-        } else {
-            pp = &p->next;
-        }
-    }
-    pthread_mutex_unlock(&running_lock);
-    int n = 0;
-    while (done) { /* outside the lock: completion may start other collectives */
-        coll_gpu_persist_t *p = done;
-        done = p->next;
-        persist_complete(p);
-        n++;
-    }
-    return n;
 }
 
 /* The nonblocking collective for one start of `p`. */
@@ -152,28 +118,21 @@ static int persist_start(size_t count, ompi_request_t **requests)
         p->super.super.req_state = OMPI_REQUEST_ACTIVE;
         p->super.super.req_complete = REQUEST_PENDING;
         p->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
-        p->inner = NULL;
-        int rc = start_inner(p, &p->inner);
-        if (rc != OMPI_SUCCESS || p->inner == NULL) {
+        ompi_request_t *inner = NULL;
+        int rc = start_inner(p, &inner);
+        if (rc != OMPI_SUCCESS || inner == NULL) {
             /* Nothing runs: the start is over, with its error. */
-            if (p->inner) ompi_request_free(&p->inner);
-            p->inner = NULL;
+            if (inner) ompi_request_free(&inner);
             p->super.super.req_status.MPI_ERROR = rc != OMPI_SUCCESS ? rc : MPI_ERR_INTERN;
             ompi_request_complete(&p->super.super, true);
             continue;
         }
         __atomic_add_fetch(&p->owners, 1, __ATOMIC_ACQ_REL);
-        pthread_mutex_lock(&running_lock);
-        if (!progress_registered) {
-            opal_progress_register(persist_progress);
-            progress_registered = true;
-        }
-        p->next = running;
-        running = p;
-        __atomic_store_n(&running_count, running_count + 1, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&running_lock);
+        p->pending.inner = inner;
+        p->pending.complete = persist_complete;
+        coll_gpu_pending_add(&p->pending);
     }
-    persist_progress(); /* one already done (a one-rank copy) completes at once */
+    coll_gpu_pending_progress(); /* one already done (a one-rank copy) completes at once */
     return OMPI_SUCCESS;
 }
 
@@ -367,12 +326,4 @@ int mca_coll_gpu_scatterv_init(const void *sbuf, const int *scounts, const int *
     (void)info;
     return persist_move(P_SCATTERV, sbuf, 0, scounts, displs, sdtype, rbuf, rcount, NULL, NULL, rdtype, root, comm,
                         request, module);
-}
-
-void coll_gpu_persistent_fini(void)
-{
-    pthread_mutex_lock(&running_lock);
-    if (progress_registered) opal_progress_unregister(persist_progress);
-    progress_registered = false;
-    pthread_mutex_unlock(&running_lock);
 }

@@ -14,22 +14,64 @@
 
 typedef struct coll_gpu_request_t {
     ompi_coll_base_nbc_request_t super;
-    ompi_request_t *inner;
+    coll_gpu_pending_t pending; /* the inner request, watched by progress */
     coll_gpu_stage_t *stage;
     /* Two owners: the application's handle (gone at request_free, which
      * MPI_Wait/Test also call) and the pending completion (gone once
      * request_complete is done with it). Whichever goes last frees it; the
      * two may run at once on different threads. */
     int32_t owners;
-    struct coll_gpu_request_t *next;
 } coll_gpu_request_t;
 
 static OBJ_CLASS_INSTANCE(coll_gpu_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
-static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
-static coll_gpu_request_t *active;   /* requests whose inner request is pending */
-static int active_count;             /* read without the lock on the fast path (atomically) */
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static coll_gpu_pending_t *pending;  /* inner requests not yet complete */
+static int pending_count;            /* read without the lock on the fast path (atomically) */
 static bool progress_registered;
+
+static int coll_gpu_progress(void)
+{
+    if (__atomic_load_n(&pending_count, __ATOMIC_RELAXED) == 0) return 0;
+    coll_gpu_pending_t *done = NULL;
+    pthread_mutex_lock(&pending_lock);
+    for (coll_gpu_pending_t **p = &pending; *p;) {
+        coll_gpu_pending_t *w = *p;
+        if (REQUEST_COMPLETE(w->inner)) {
+            *p = w->next;
+            w->next = done;
+            done = w;
+            __atomic_store_n(&pending_count, pending_count - 1, __ATOMIC_RELAXED);
+        } else {
+            p = &w->next;
+        }
+    }
+    pthread_mutex_unlock(&pending_lock);
+    int n = 0;
+    /* Outside the lock: completion callbacks may start new collectives. */
+    while (done) {
+        coll_gpu_pending_t *w = done;
+        done = w->next;
+        w->complete(w);
+        n++;
+    }
+    return n;
+}
+
+void coll_gpu_pending_add(coll_gpu_pending_t *w)
+{
+    pthread_mutex_lock(&pending_lock);
+    if (!progress_registered) {
+        opal_progress_register(coll_gpu_progress);
+        progress_registered = true;
+    }
+    w->next = pending;
+    pending = w;
+    __atomic_store_n(&pending_count, pending_count + 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&pending_lock);
+}
+
+int coll_gpu_pending_progress(void) { return coll_gpu_progress(); }
 
 static void request_disown(coll_gpu_request_t *r)
 {
@@ -53,43 +95,16 @@ static int request_cancel(ompi_request_t *request, int complete)
     return MPI_ERR_REQUEST; /* collectives cannot be cancelled */
 }
 
-static void request_complete(coll_gpu_request_t *r)
+static void request_complete(coll_gpu_pending_t *w)
 {
-    int rc = r->inner->req_status.MPI_ERROR;
-    ompi_request_free(&r->inner);
+    coll_gpu_request_t *r = (coll_gpu_request_t *)((char *)w - offsetof(coll_gpu_request_t, pending));
+    int rc = w->inner->req_status.MPI_ERROR;
+    ompi_request_free(&w->inner);
     rc = coll_gpu_stage_release(r->stage, rc);
     r->stage = NULL;
     r->super.super.req_status.MPI_ERROR = rc;
     ompi_request_complete(&r->super.super, true);
     request_disown(r);
-}
-
-static int coll_gpu_progress(void)
-{
-    if (__atomic_load_n(&active_count, __ATOMIC_RELAXED) == 0) return 0;
-    coll_gpu_request_t *done = NULL;
-    pthread_mutex_lock(&active_lock);
-    for (coll_gpu_request_t **p = &active; *p;) {
-        coll_gpu_request_t *r = *p;
-        if (REQUEST_COMPLETE(r->inner)) {
-            *p = r->next;
-            r->next = done;
-            done = r;
-            __atomic_store_n(&active_count, active_count - 1, __ATOMIC_RELAXED);
-        } else {
-            p = &r->next;
-        }
-    }
-    pthread_mutex_unlock(&active_lock);
-    int n = 0;
-    /* Outside the lock: completion callbacks may start new collectives. */
-    while (done) {
-        coll_gpu_request_t *r = done;
-        done = r->next;
-        request_complete(r);
-        n++;
-    }
-    return n;
 }
 
 int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_communicator_t *comm)
@@ -107,19 +122,11 @@ int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_c
     r->super.super.req_cancel = request_cancel;
     r->super.super.req_mpi_object.comm = comm;
     r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
-    r->inner = *request;
+    r->pending.inner = *request;
+    r->pending.complete = request_complete;
     r->stage = st;
     r->owners = 2;
-
-    pthread_mutex_lock(&active_lock);
-    if (!progress_registered) {
-        opal_progress_register(coll_gpu_progress);
-        progress_registered = true;
-    }
-    r->next = active;
-    active = r;
-    __atomic_store_n(&active_count, active_count + 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&active_lock);
+    coll_gpu_pending_add(&r->pending);
 
     *request = &r->super.super;
     return OMPI_SUCCESS;
@@ -127,8 +134,8 @@ int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_c
 
 void coll_gpu_request_fini(void)
 {
-    pthread_mutex_lock(&active_lock);
+    pthread_mutex_lock(&pending_lock);
     if (progress_registered) opal_progress_unregister(coll_gpu_progress);
     progress_registered = false;
-    pthread_mutex_unlock(&active_lock);
+    pthread_mutex_unlock(&pending_lock);
 }
