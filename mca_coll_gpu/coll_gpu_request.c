@@ -4,7 +4,8 @@
  *
  * The request derives from ompi_coll_base_nbc_request_t because the MPI
  * layer (ompi_coll_base_retain_op/datatypes) writes its fields after we
- * return. A progress callback watches the inner requests. */
+ * return. A progress callback watches the inner requests: these, and the
+ * persistent requests' of coll_gpu_persistent.c (coll_gpu_pending_t). */
 #include "coll_gpu.h"
 
 #include <pthread.h>
