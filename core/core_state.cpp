@@ -31,14 +31,15 @@ gpucoll::KernelInFlight::~KernelInFlight() { g_in_flight.fetch_sub(1, std::memor
 namespace {
 constexpr int kMaxDevices = 64;
 std::mutex g_load_mu;
-bool g_loaded[kMaxDevices];
+std::atomic<bool> g_loaded[kMaxDevices]; // read without the lock: the local reduce checks on every call
 } // namespace
 
 gpucoll_status_t gpucoll::load_kernels_once(int device)
 {
     if (device < 0 || device >= kMaxDevices) return GPUCOLL_SUCCESS; // loaded lazily, as CUDA would
+    if (g_loaded[device].load(std::memory_order_acquire)) return GPUCOLL_SUCCESS;
     std::lock_guard<std::mutex> lock(g_load_mu);
-    if (g_loaded[device]) return GPUCOLL_SUCCESS;
+    if (g_loaded[device].load(std::memory_order_relaxed)) return GPUCOLL_SUCCESS;
     size_t need = 0;
     if (!load_peer_kernels(&need)) return gpucoll_fail(GPUCOLL_ERR_GPU, "loading the peer kernels on GPU %d", device);
     // Raising the limit waits for the device; here no peer kernel of this
@@ -46,7 +47,7 @@ gpucoll_status_t gpucoll::load_kernels_once(int device)
     gpuError_t e = gpu_port_reserve_stack(need);
     if (e != gpuSuccess)
         return gpucoll_fail(GPUCOLL_ERR_GPU, "setting GPU %d's stack to %zu bytes: %s", device, need, gpuGetErrorString(e));
-    g_loaded[device] = true;
+    g_loaded[device].store(true, std::memory_order_release);
     return GPUCOLL_SUCCESS;
 }
 

@@ -3,6 +3,7 @@
 // and the copy that a collective on a one-rank communicator amounts to.
 #include <stdint.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "core_state.hpp"
@@ -55,7 +56,7 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 std::mutex g_copy_mu;
-gpuStream_t g_copy_stream[kMaxDevices];
+std::atomic<gpuStream_t> g_copy_stream[kMaxDevices]; // read without the lock on every one-rank call
 
 // A blocking stream of the current device for one-rank copies: like the
 // legacy default stream it follows the work queued there (the stream rule),
@@ -66,12 +67,15 @@ gpuStream_t copy_stream()
 {
     int device = -1;
     if (gpuGetDevice(&device) != gpuSuccess || device < 0 || device >= kMaxDevices) return nullptr;
+    if (gpuStream_t s = g_copy_stream[device].load(std::memory_order_acquire)) return s;
     std::lock_guard<std::mutex> lock(g_copy_mu);
-    if (!g_copy_stream[device] && gpuStreamCreateWithFlags(&g_copy_stream[device], gpuStreamDefault) != gpuSuccess) {
+    gpuStream_t s = g_copy_stream[device].load(std::memory_order_relaxed);
+    if (!s && gpuStreamCreateWithFlags(&s, gpuStreamDefault) != gpuSuccess) {
         (void)gpuGetLastError();
-        g_copy_stream[device] = nullptr;
+        return nullptr;
     }
-    return g_copy_stream[device];
+    g_copy_stream[device].store(s, std::memory_order_release);
+    return s;
 }
 
 } // namespace
@@ -79,10 +83,8 @@ gpuStream_t copy_stream()
 void gpucoll::release_copy_streams()
 {
     std::lock_guard<std::mutex> lock(g_copy_mu);
-    for (gpuStream_t &s : g_copy_stream) {
-        if (s) gpuStreamDestroy(s);
-        s = nullptr;
-    }
+    for (auto &slot : g_copy_stream)
+        if (gpuStream_t s = slot.exchange(nullptr)) gpuStreamDestroy(s);
 }
 
 extern "C" gpucoll_status_t gpucoll_local_copy(void *dst, const void *src, size_t bytes)

@@ -111,7 +111,8 @@ struct gpucoll_team {
     void (*progress)(void) = nullptr; // gpucoll_team_oob_t.progress
     uint64_t seq = 0;        // collectives posted so far
     uint64_t peer_path_seq[2] = {}; // by seq & 1: the latest such call that agree() sent down the peer path
-    const char *last_algo = "none";  // algo_name of the latest call that ran
+    PeerAlgo last_algo{};             // of the latest call that ran (ran_any: there was one)
+    bool ran_any = false;
     uint64_t epoch = 1;      // next barrier epoch of the GPU flags
     uint32_t ll_flag = 0;    // flag of the latest LL call (kernels/ll_lines.cuh); never 0 in a call
     size_t ll_slot_bytes = 0;// 0: no LL area
@@ -780,7 +781,8 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms",
                             cfg.timeout_ms);
     }
-    t->last_algo = algo_name(plan.algo);
+    t->last_algo = plan.algo;
+    t->ran_any = true;
     if (is_ll(plan.algo) && t->ll_flag == UINT32_MAX) {
         // A stale line from 2^32 calls ago would carry a current flag. Every
         // line written into this rank's area this call has been read by its
@@ -797,7 +799,10 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
 
 void (*gpucoll::team_test_after_post)(int rank, uint64_t seq) = nullptr;
 
-extern "C" const char *gpucoll_team_last_algorithm(const gpucoll_team_t *t) { return t ? t->last_algo : "none"; }
+extern "C" const char *gpucoll_team_last_algorithm(const gpucoll_team_t *t)
+{
+    return t && t->ran_any ? algo_name(t->last_algo) : "none";
+}
 
 gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok)
 {

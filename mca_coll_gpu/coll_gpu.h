@@ -74,8 +74,13 @@ typedef struct mca_coll_gpu_module_t {
 OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
 
 #define COLL_GPU_MODULE(m) ((mca_coll_gpu_module_t *)(m))
-#define COLL_GPU_VERBOSE(level, ...) \
-    opal_output_verbose(level, mca_coll_gpu_component.output, "coll:gpu: " __VA_ARGS__)
+/* The arguments are evaluated only at that verbosity: several sit on the
+ * per-call path of every collective. */
+#define COLL_GPU_VERBOSE(level, ...)                                                              \
+    do {                                                                                          \
+        if (mca_coll_gpu_component.verbose >= (level))                                            \
+            opal_output_verbose(level, mca_coll_gpu_component.output, "coll:gpu: " __VA_ARGS__);  \
+    } while (0)
 
 /* component / module (coll_gpu_module.c) */
 int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_threads);
@@ -137,6 +142,8 @@ typedef struct coll_gpu_pending {
     struct coll_gpu_pending *next;
 } coll_gpu_pending_t;
 void coll_gpu_pending_add(coll_gpu_pending_t *w);
+/* req_cancel of our requests: collectives cannot be cancelled. */
+int coll_gpu_request_cancel(ompi_request_t *request, int complete);
 /* Runs the completions that are due now; returns how many ran. */
 int coll_gpu_pending_progress(void);
 int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_communicator_t *comm);

@@ -53,13 +53,6 @@ static int persist_free(ompi_request_t **rp)
     return OMPI_SUCCESS;
 }
 
-static int persist_cancel(ompi_request_t *request, int complete)
-{
-    (void)request;
-    (void)complete;
-    return MPI_ERR_REQUEST;
-}
-
 static void persist_complete(coll_gpu_pending_t *w)
 {
     coll_gpu_persist_t *p = (coll_gpu_persist_t *)((char *)w - offsetof(coll_gpu_persist_t, pending));
@@ -144,7 +137,7 @@ static int persist_new(persist_kind_t kind, ompi_communicator_t *comm, mca_coll_
     OMPI_REQUEST_INIT(&p->super.super, true); /* inactive, complete */
     p->super.super.req_type = OMPI_REQUEST_COLL;
     p->super.super.req_free = persist_free;
-    p->super.super.req_cancel = persist_cancel;
+    p->super.super.req_cancel = coll_gpu_request_cancel;
     p->super.super.req_start = persist_start;
     p->super.super.req_mpi_object.comm = comm;
     p->super.super.req_status.MPI_ERROR = MPI_SUCCESS;

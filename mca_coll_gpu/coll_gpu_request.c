@@ -89,7 +89,7 @@ static int request_free(ompi_request_t **rp)
     return OMPI_SUCCESS;
 }
 
-static int request_cancel(ompi_request_t *request, int complete)
+int coll_gpu_request_cancel(ompi_request_t *request, int complete)
 {
     (void)request;
     (void)complete;
@@ -120,7 +120,7 @@ int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_c
     r->super.super.req_state = OMPI_REQUEST_ACTIVE;
     r->super.super.req_type = OMPI_REQUEST_COLL;
     r->super.super.req_free = request_free;
-    r->super.super.req_cancel = request_cancel;
+    r->super.super.req_cancel = coll_gpu_request_cancel;
     r->super.super.req_mpi_object.comm = comm;
     r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
     r->pending.inner = *request;

@@ -117,38 +117,14 @@ static double as_stored(const dtype_t *d, double v)
 }
 
 /* ---- buffers: where the collective's memory lives ------------------------- */
-static void *mem_alloc(size_t bytes)
-{
-    void *p = NULL;
-    if (bytes == 0) bytes = 16;
-    if (on_device) {
-        int cur = 0;
-        cudaGetDevice(&cur);
-        if (alloc_dev >= 0) cudaSetDevice(alloc_dev);
-        if (cudaMalloc(&p, bytes) != cudaSuccess) { fprintf(stderr, "cudaMalloc failed\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
-        cudaSetDevice(cur);
-    } else {
-        p = malloc(bytes);
-    }
-    return p;
-}
-static void mem_free(void *p) { if (on_device) cudaFree(p); else free(p); }
-static void mem_put(void *dst, const void *src, size_t bytes)
-{
-    if (on_device) cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice); else memcpy(dst, src, bytes);
-}
-static void mem_get(void *dst, const void *src, size_t bytes)
-{
-    if (on_device) cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost); else memcpy(dst, src, bytes);
-}
 
 /* Fills a device/host buffer of n elements with value(r, i + base, vk). */
 static void *make_input(const dtype_t *d, size_t n, int r, size_t base, int vk)
 {
     char *h = malloc(n * d->size + 16);
     for (size_t i = 0; i < n; i++) put(h, d, i, value(r, i + base, vk));
-    void *b = mem_alloc(n * d->size);
-    mem_put(b, h, n * d->size);
+    void *b = test_mem_alloc(on_device, alloc_dev, n * d->size);
+    test_mem_put(on_device, b, h, n * d->size);
     free(h);
     return b;
 }
@@ -156,8 +132,8 @@ static void *make_poisoned(const dtype_t *d, size_t n)
 {
     char *h = malloc(n * d->size + 16);
     memset(h, 0x7b, n * d->size);
-    void *b = mem_alloc(n * d->size);
-    mem_put(b, h, n * d->size);
+    void *b = test_mem_alloc(on_device, alloc_dev, n * d->size);
+    test_mem_put(on_device, b, h, n * d->size);
     free(h);
     return b;
 }
@@ -167,7 +143,7 @@ typedef double (*ref_fn)(size_t i, void *ctx);
 static void expect(const char *what, const dtype_t *d, const void *buf, size_t n, ref_fn ref, void *ctx)
 {
     char *h = malloc(n * d->size + 16);
-    mem_get(h, buf, n * d->size);
+    test_mem_get(on_device, h, buf, n * d->size);
     checks++;
     for (size_t i = 0; i < n; i++) {
         double want = as_stored(d, ref(i, ctx)), got = get(h, d, i);
@@ -221,8 +197,8 @@ static void test_allreduce(const dtype_t *d, const op_t *o, size_t n, int in_pla
     snprintf(what, sizeof what, "%sallreduce %s%s", nonblocking ? "i" : "", o->name, in_place ? " in place" : "");
     if (rc != MPI_SUCCESS) { fprintf(stderr, "rank %d FAIL %s returned %d\n", rank, what, rc); failures++; }
     else expect(what, d, r, n, ref_reduce, &c);
-    mem_free(s);
-    if (!in_place) mem_free(r);
+    test_mem_free(on_device, s);
+    if (!in_place) test_mem_free(on_device, r);
 }
 
 static void test_reduce(const dtype_t *d, const op_t *o, size_t n, int root, int in_place, int nonblocking)
@@ -239,8 +215,8 @@ static void test_reduce(const dtype_t *d, const op_t *o, size_t n, int root, int
         MPI_Reduce(ip ? MPI_IN_PLACE : s, r, (int)n, d->mpi, o->op, root, MPI_COMM_WORLD);
     }
     if (rank == root) expect(nonblocking ? "ireduce" : "reduce", d, r, n, ref_reduce, &c);
-    mem_free(s);
-    if (!ip) mem_free(r);
+    test_mem_free(on_device, s);
+    if (!ip) test_mem_free(on_device, r);
 }
 
 static double ref_reduce_local(size_t i, void *c)
@@ -255,8 +231,8 @@ static void test_reduce_local(const dtype_t *d, const op_t *o, size_t n)
     void *io = make_input(d, n, rank, 0, o->values);
     MPI_Reduce_local(in, io, (int)n, d->mpi, o->op);
     expect("reduce_local", d, io, n, ref_reduce_local, &c);
-    mem_free(in);
-    mem_free(io);
+    test_mem_free(on_device, in);
+    test_mem_free(on_device, io);
 }
 
 static void test_bcast(const dtype_t *d, size_t n, int root, int nonblocking)
@@ -271,7 +247,7 @@ static void test_bcast(const dtype_t *d, size_t n, int root, int nonblocking)
         MPI_Bcast(b, (int)n, d->mpi, root, MPI_COMM_WORLD);
     }
     expect(nonblocking ? "ibcast" : "bcast", d, b, n, ref_value, &c);
-    mem_free(b);
+    test_mem_free(on_device, b);
 }
 
 /* Buffers with one block of n elements per rank: block p holds value(p, i + base_of(p)). */
@@ -281,8 +257,8 @@ static void *make_blocks(const dtype_t *d, const size_t *counts, const size_t *d
     memset(h, 0x7b, total * d->size);
     for (int p = 0; p < size; p++)
         for (size_t i = 0; i < counts[p]; i++) put(h, d, displs[p] + i, value(who < 0 ? p : who, i + 1000 * p, 0));
-    void *b = mem_alloc(total * d->size);
-    mem_put(b, h, total * d->size);
+    void *b = test_mem_alloc(on_device, alloc_dev, total * d->size);
+    test_mem_put(on_device, b, h, total * d->size);
     free(h);
     return b;
 }
@@ -317,12 +293,12 @@ static void test_allgather(const dtype_t *d, size_t n, int vector, int in_place,
     int ic[64], id[64];
     layout(n, vector, counts, displs, ic, id, &total);
     void *r = make_blocks(d, counts, displs, total, -1); /* own block filled for in place */
-    if (!in_place) { mem_free(r); r = make_poisoned(d, total); }
+    if (!in_place) { test_mem_free(on_device, r); r = make_poisoned(d, total); }
     /* my contribution: value(rank, i + 1000 * rank) */
     char *h = malloc(counts[rank] * d->size + 16);
     for (size_t i = 0; i < counts[rank]; i++) put(h, d, i, value(rank, i + 1000 * (size_t)rank, 0));
-    void *s = mem_alloc(counts[rank] * d->size);
-    mem_put(s, h, counts[rank] * d->size);
+    void *s = test_mem_alloc(on_device, alloc_dev, counts[rank] * d->size);
+    test_mem_put(on_device, s, h, counts[rank] * d->size);
     free(h);
     const void *sb = in_place ? MPI_IN_PLACE : s;
     MPI_Request req;
@@ -337,8 +313,8 @@ static void test_allgather(const dtype_t *d, size_t n, int vector, int in_place,
     char what[64];
     snprintf(what, sizeof what, "%sallgather%s%s", nonblocking ? "i" : "", vector ? "v" : "", in_place ? " in place" : "");
     expect_blocks(what, d, r, counts, displs, -1, -1);
-    mem_free(r);
-    mem_free(s);
+    test_mem_free(on_device, r);
+    test_mem_free(on_device, s);
 }
 
 static void test_gather_scatter(const dtype_t *d, size_t n, int root, int vector, int nonblocking)
@@ -350,8 +326,8 @@ static void test_gather_scatter(const dtype_t *d, size_t n, int root, int vector
     /* gather: rank p sends value(p, i + 1000p) */
     char *h = malloc(counts[rank] * d->size + 16);
     for (size_t i = 0; i < counts[rank]; i++) put(h, d, i, value(rank, i + 1000 * (size_t)rank, 0));
-    void *s = mem_alloc(counts[rank] * d->size);
-    mem_put(s, h, counts[rank] * d->size);
+    void *s = test_mem_alloc(on_device, alloc_dev, counts[rank] * d->size);
+    test_mem_put(on_device, s, h, counts[rank] * d->size);
     free(h);
     void *r = make_poisoned(d, total);
     if (vector) {
@@ -363,8 +339,8 @@ static void test_gather_scatter(const dtype_t *d, size_t n, int root, int vector
     }
     if (nonblocking) MPI_Wait(&req, MPI_STATUS_IGNORE);
     if (rank == root) expect_blocks(vector ? "gatherv" : "gather", d, r, counts, displs, -1, -1);
-    mem_free(s);
-    mem_free(r);
+    test_mem_free(on_device, s);
+    test_mem_free(on_device, r);
     /* scatter: root holds block p = value(p, i + 1000p); rank p gets its block */
     void *all = make_blocks(d, counts, displs, total, -1);
     void *mine = make_poisoned(d, counts[rank]);
@@ -378,8 +354,8 @@ static void test_gather_scatter(const dtype_t *d, size_t n, int root, int vector
     if (nonblocking) MPI_Wait(&req, MPI_STATUS_IGNORE);
     ref_ctx c = {NULL, 0, 1000 * (size_t)rank, 0, rank};
     expect(vector ? "scatterv" : "scatter", d, mine, counts[rank], ref_value, &c);
-    mem_free(all);
-    mem_free(mine);
+    test_mem_free(on_device, all);
+    test_mem_free(on_device, mine);
 }
 
 /* alltoall(v): rank p's block q holds value(p, i + 1000q). */
@@ -407,8 +383,8 @@ static void test_alltoall(const dtype_t *d, size_t n, int vector, int in_place, 
     char what[64];
     snprintf(what, sizeof what, "%salltoall%s%s", nonblocking ? "i" : "", vector ? "v" : "", in_place ? " in place" : "");
     expect_blocks(what, d, r, counts, displs, -2, -1);
-    mem_free(s);
-    if (!in_place) mem_free(r);
+    test_mem_free(on_device, s);
+    if (!in_place) test_mem_free(on_device, r);
 }
 
 static void test_reduce_scatter(const dtype_t *d, const op_t *o, size_t n, int block, int in_place, int nonblocking)
@@ -436,8 +412,8 @@ static void test_reduce_scatter(const dtype_t *d, const op_t *o, size_t n, int b
     snprintf(what, sizeof what, "%sreduce_scatter%s %s%s", nonblocking ? "i" : "", block ? "_block" : "", o->name,
              in_place ? " in place" : "");
     expect(what, d, r, counts[rank], ref_reduce, &c);
-    mem_free(s);
-    if (!in_place) mem_free(r);
+    test_mem_free(on_device, s);
+    if (!in_place) test_mem_free(on_device, r);
 }
 
 static void test_scan(const dtype_t *d, const op_t *o, size_t n, int exclusive, int nonblocking)
@@ -455,8 +431,8 @@ static void test_scan(const dtype_t *d, const op_t *o, size_t n, int exclusive, 
     }
     if (nonblocking) MPI_Wait(&req, MPI_STATUS_IGNORE);
     if (!exclusive || rank > 0) expect(exclusive ? "exscan" : "scan", d, r, n, ref_reduce, &c);
-    mem_free(s);
-    mem_free(r);
+    test_mem_free(on_device, s);
+    test_mem_free(on_device, r);
 }
 
 /* A derived (strided) type: every other int. */
@@ -475,17 +451,17 @@ static void test_derived(void)
     char *h = malloc(2 * n * sizeof(int));
     memset(h, 0x7b, 2 * n * sizeof(int));
     for (size_t i = 0; i < n; i++) put(h, &d, 2 * i, 1 + (double)(i % 5));
-    void *b = mem_alloc(2 * n * sizeof(int));
-    mem_put(b, h, 2 * n * sizeof(int));
+    void *b = test_mem_alloc(on_device, alloc_dev, 2 * n * sizeof(int));
+    test_mem_put(on_device, b, h, 2 * n * sizeof(int));
     /* Open MPI reduces only predefined types, so a derived type is moved, not reduced. */
     if (rank != 0) {
         for (size_t i = 0; i < n; i++) put(h, &d, 2 * i, 0);
-        mem_put(b, h, 2 * n * sizeof(int));
+        test_mem_put(on_device, b, h, 2 * n * sizeof(int));
     }
     MPI_Bcast(b, 1, vec, 0, MPI_COMM_WORLD);
     expect("bcast derived vector", &d, b, 2 * n - 1, ref_vector, NULL);
     free(h);
-    mem_free(b);
+    test_mem_free(on_device, b);
     MPI_Type_free(&vec);
 }
 
@@ -510,7 +486,7 @@ static void test_horovod(size_t n)
     void *b = make_input(&d, n, rank, 0, 0);
     MPI_Allreduce(MPI_IN_PLACE, b, (int)n, f16, op, MPI_COMM_WORLD);
     expect("horovod allreduce", &d, b, n, ref_reduce, &c);
-    mem_free(b);
+    test_mem_free(on_device, b);
     MPI_Op_free(&op);
     MPI_Type_free(&f16);
 }
@@ -547,8 +523,8 @@ static void run_reductions(size_t n)
                 char what[64];
                 snprintf(what, sizeof what, "allreduce %s%s", o->name, ip ? " in place" : "");
                 expect(what, d, r, n, ref_reduce, &c);
-                mem_free(s);
-                if (!ip) mem_free(r);
+                test_mem_free(on_device, s);
+                if (!ip) test_mem_free(on_device, r);
             }
             if (use.op != o->op) continue; /* the rest need predefined ops in the reference helpers */
             test_reduce(d, o, n, size - 1, oi % 2, 0);

@@ -211,25 +211,6 @@ static void put_basic(enum kind k, char *p, double v)
 }
 
 /* ---- memory ---------------------------------------------------------------- */
-static void *mem_alloc(size_t bytes)
-{
-    void *p = NULL;
-    if (on_device) {
-        if (cudaMalloc(&p, bytes) != cudaSuccess) { fprintf(stderr, "cudaMalloc failed\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
-    } else {
-        p = malloc(bytes);
-    }
-    return p;
-}
-static void mem_free(void *p) { if (on_device) cudaFree(p); else free(p); }
-static void mem_put(void *dst, const void *src, size_t bytes)
-{
-    if (on_device) cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice); else memcpy(dst, src, bytes);
-}
-static void mem_get(void *dst, const void *src, size_t bytes)
-{
-    if (on_device) cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost); else memcpy(dst, src, bytes);
-}
 
 /* A buffer of `slots` elements of d: the pointer given to MPI is mem + off;
  * the allocation covers [min(0, lb, true_lb), max(end of the type map, lb +
@@ -260,15 +241,15 @@ static buf_t *buf_new(const dt_t *d, size_t slots)
     b->img = malloc(b->bytes);
     b->mask = calloc(1, b->bytes);
     memset(b->img, SENTINEL, b->bytes);
-    b->mem = mem_alloc(b->bytes);
+    b->mem = test_mem_alloc(on_device, -1, b->bytes);
     return b;
 }
 static void *ptr(const buf_t *b) { return (char *)b->mem + b->off; }
-static void buf_upload(const buf_t *b) { mem_put(b->mem, b->img, b->bytes); }
+static void buf_upload(const buf_t *b) { test_mem_put(on_device, b->mem, b->img, b->bytes); }
 static void buf_free(buf_t *b)
 {
     if (!b) return;
-    mem_free(b->mem);
+    test_mem_free(on_device, b->mem);
     free(b->img);
     free(b->mask);
     free(b);
@@ -330,7 +311,7 @@ static void buf_check(const buf_t *b, const char *what, const char *role, const 
 {
     if (!b) return;
     char *h = malloc(b->bytes);
-    mem_get(h, b->mem, b->bytes);
+    test_mem_get(on_device, h, b->mem, b->bytes);
     checks++;
     size_t first = 0, ndiff = 0, nin = 0;
     for (size_t i = 0; i < b->bytes; i++) {

@@ -50,28 +50,6 @@ typedef struct {
     size_t send_n, recv_n; /* ints */
 } bufs_t;
 
-static void *alloc_ints(size_t n)
-{
-    void *p = NULL;
-    if (on_device) {
-        if (cudaMalloc(&p, n * sizeof(int)) != cudaSuccess) p = NULL;
-    } else {
-        p = malloc(n * sizeof(int));
-    }
-    if (!p) MPI_Abort(MPI_COMM_WORLD, 2);
-    return p;
-}
-static void put(int *dst, const int *src, size_t n)
-{
-    if (on_device) cudaMemcpy(dst, src, n * sizeof(int), cudaMemcpyHostToDevice);
-    else memcpy(dst, src, n * sizeof(int));
-}
-static void get(int *dst, const int *src, size_t n)
-{
-    if (on_device) cudaMemcpy(dst, src, n * sizeof(int), cudaMemcpyDeviceToHost);
-    else memcpy(dst, src, n * sizeof(int));
-}
-
 static int val(int r, int start, size_t i) { return (r + 1) * 7 + start * 13 + (int)(i % 1009); }
 
 static void init_request(int kind, bufs_t *b, MPI_Request *req)
@@ -86,8 +64,8 @@ static void init_request(int kind, bufs_t *b, MPI_Request *req)
         b->sdispls[r] = r * blk;
     }
     b->send_n = b->recv_n = (size_t)kCount;
-    b->send = alloc_ints(kCount);
-    b->recv = alloc_ints(kCount);
+    b->send = test_mem_alloc(on_device, -1, kCount * sizeof(int));
+    b->recv = test_mem_alloc(on_device, -1, kCount * sizeof(int));
     b->hsend = malloc(kCount * sizeof(int));
     b->hrecv = malloc(kCount * sizeof(int));
     int root = size - 1;
@@ -115,16 +93,16 @@ static void init_request(int kind, bufs_t *b, MPI_Request *req)
 static void prepare(int kind, bufs_t *b, int start)
 {
     for (int i = 0; i < kCount; i++) b->hsend[i] = val(rank, start, (size_t)i);
-    put(b->send, b->hsend, kCount);
+    test_mem_put(on_device, b->send, b->hsend, kCount * sizeof(int));
     for (int i = 0; i < kCount; i++) b->hrecv[i] = kind == 2 && rank == size - 1 ? val(rank, start, (size_t)i) : -1;
-    put(b->recv, b->hrecv, kCount);
+    test_mem_put(on_device, b->recv, b->hrecv, kCount * sizeof(int));
 }
 
 /* Checks this start's outputs. */
 static void verify(int kind, bufs_t *b, int start)
 {
     const int blk = kCount / size, root = size - 1;
-    get(b->hrecv, b->recv, kCount);
+    test_mem_get(on_device, b->hrecv, b->recv, kCount * sizeof(int));
     checks++;
     for (int i = 0; i < kCount; i++) {
         long want = -1;
@@ -174,13 +152,8 @@ static void verify(int kind, bufs_t *b, int start)
 
 static void free_bufs(bufs_t *b)
 {
-    if (on_device) {
-        cudaFree(b->send);
-        cudaFree(b->recv);
-    } else {
-        free(b->send);
-        free(b->recv);
-    }
+    test_mem_free(on_device, b->send);
+    test_mem_free(on_device, b->recv);
     free(b->hsend);
     free(b->hrecv);
 }

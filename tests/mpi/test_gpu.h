@@ -26,4 +26,44 @@ static inline int test_select_gpu(int one_gpu, int *local_rank, int *ngpus)
     return dev;
 }
 
+/* Test buffers on a GPU (on_device; `device` -1: the current one) or in host
+ * memory, at least 16 bytes; abort on failure. put/get copy to and from them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static inline void *test_mem_alloc(int on_device, int device, size_t bytes)
+{
+    void *p = NULL;
+    if (bytes < 16) bytes = 16;
+    if (on_device) {
+        int cur = 0;
+        cudaGetDevice(&cur);
+        if (device >= 0) cudaSetDevice(device);
+        if (cudaMalloc(&p, bytes) != cudaSuccess) p = NULL;
+        cudaSetDevice(cur);
+    } else {
+        p = malloc(bytes);
+    }
+    if (p == NULL) {
+        fprintf(stderr, "allocating %zu bytes for a test buffer failed\n", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+static inline void test_mem_free(int on_device, void *p)
+{
+    if (on_device) cudaFree(p);
+    else free(p);
+}
+static inline void test_mem_put(int on_device, void *dst, const void *src, size_t bytes)
+{
+    if (on_device) cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+    else memcpy(dst, src, bytes);
+}
+static inline void test_mem_get(int on_device, void *dst, const void *src, size_t bytes)
+{
+    if (on_device) cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+    else memcpy(dst, src, bytes);
+}
+
 #endif

@@ -42,6 +42,7 @@ static const size_t kMaxCount = (1u << 20) + 4;
 
 typedef struct {
     int tid;
+    atomic_int finished; /* set as it returns: the watchdog leaves it alone */
     MPI_Comm comm;
     long checks, failures;
     void *dev_a[kPool], *dev_b[kPool]; /* device mode: buffers, used in turn */
@@ -189,6 +190,7 @@ static void print_stack(int sig)
 typedef struct {
     int seconds, nthreads;
     pthread_t *ids;
+    thread_t *threads;
     atomic_int stop;
 } watchdog_t;
 
@@ -209,7 +211,8 @@ static void *watchdog_main(void *arg)
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_sec += 2;
-            if (pthread_kill(w->ids[k], SIGUSR2) == 0) sem_timedwait(&stack_done, &ts);
+            if (!atomic_load(&w->threads[k].finished) && pthread_kill(w->ids[k], SIGUSR2) == 0)
+                sem_timedwait(&stack_done, &ts);
         }
     }
     return NULL;
@@ -221,6 +224,7 @@ static void *thread_main(void *arg)
     if (on_device) cudaSetDevice(device);
     for (int it = 0; it < iters; it++) run_round(t, it);
     if (on_device) cudaDeviceSynchronize();
+    atomic_store(&t->finished, 1);
     return NULL;
 }
 
@@ -281,7 +285,7 @@ int main(int argc, char **argv)
     }
     pthread_t *ids = calloc((size_t)nthreads, sizeof *ids);
     for (int k = 0; k < nthreads; k++) pthread_create(&ids[k], NULL, thread_main, &th[k]);
-    watchdog_t dog = {.seconds = stacks_after, .nthreads = nthreads, .ids = ids};
+    watchdog_t dog = {.seconds = stacks_after, .nthreads = nthreads, .ids = ids, .threads = th};
     pthread_t dog_id;
     if (stacks_after > 0) {
         void *warm[1];
