@@ -8,6 +8,17 @@
 #include "check.hpp"
 #include "mpi_types.hpp"
 
+// Persistent collectives: MPI-4 names them MPI_<Coll>_init; Open MPI 4.1
+// (which reports MPI 3.1) has them as MPIX_<Coll>_init in its pcollreq extension.
+#if MPI_VERSION >= 4
+#define BENCH_PERSISTENT(name) MPI_##name##_init
+#elif defined(OPEN_MPI)
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define BENCH_PERSISTENT(name) MPIX_##name##_init
+#endif
+#endif
+
 const char *coll_name(Coll c)
 {
     switch (c) {
@@ -50,6 +61,32 @@ double busbw_factor(Coll c, int n)
     case Coll::Reduce: return 1.0;
     }
     return 1.0;
+}
+
+const char *mode_name(Mode m)
+{
+    switch (m) {
+    case Mode::Blocking: return "blocking";
+    case Mode::Nonblocking: return "nonblocking";
+    case Mode::Persistent: return "persistent";
+    }
+    return "?";
+}
+
+bool parse_mode(const std::string &s, Mode *out)
+{
+    for (Mode m : {Mode::Blocking, Mode::Nonblocking, Mode::Persistent})
+        if (s == mode_name(m)) { *out = m; return true; }
+    return false;
+}
+
+bool mpi_persistent_supported()
+{
+#ifdef BENCH_PERSISTENT
+    return true;
+#else
+    return false;
+#endif
 }
 
 static bool per_rank_blocks(Coll c)
@@ -106,6 +143,43 @@ bool make_case(Coll c, DType t, Op op, bool inplace, int root, int nranks, int r
     if (!coll_is_reduction(c)) k.op = Op::Sum;
     *out = k;
     return k.chunk > 0;
+}
+
+// Least HBM traffic of one call when all k ranks' buffers are in one GPU's
+// memory: every input byte the collective needs must be read at least once
+// and every output byte written once, all through that one HBM, so
+// (R + W) / (2 x copy rate) bounds the call (a copy of N bytes moves 2N).
+// `in` and `out` are one rank's input and output bytes as the bench passes
+// them to MPI. bcast reads only the root's buffer and writes the k-1 others;
+// reduce writes only the root's output.
+struct HbmTraffic {
+    Coll coll;
+    double (*read)(double in, int k);
+    double (*write)(double out, int k);
+};
+static const HbmTraffic kHbmTraffic[] = {
+    //  collective          R (bytes read)                           W (bytes written)
+    {Coll::Allreduce,     [](double in, int k) { return k * in; }, [](double out, int k) { return k * out; }},
+    {Coll::ReduceScatter, [](double in, int k) { return k * in; }, [](double out, int k) { return k * out; }},
+    {Coll::Allgather,     [](double in, int k) { return k * in; }, [](double out, int k) { return k * out; }},
+    {Coll::Bcast,         [](double in, int) { return in; },       [](double out, int k) { return (k - 1) * out; }},
+    {Coll::Reduce,        [](double in, int k) { return k * in; }, [](double out, int) { return out; }},
+    {Coll::Alltoall,      [](double in, int k) { return k * in; }, [](double out, int k) { return k * out; }},
+};
+
+double hbm_traffic_bytes(const Case &c)
+{
+    // one rank in place (bcast always is): the data is already where it
+    // belongs and nothing has to move
+    if (c.nranks == 1 && c.inplace) return 0;
+    const double es = (double)dtype_size(c.dtype), k = c.nranks;
+    // per rank: reduce_scatter and alltoall take k blocks in, allgather and
+    // alltoall give k blocks out, everything else one block each way
+    const double in = es * c.chunk * (c.coll == Coll::ReduceScatter || c.coll == Coll::Alltoall ? k : 1);
+    const double out = es * c.chunk * (c.coll == Coll::Allgather || c.coll == Coll::Alltoall ? k : 1);
+    for (const HbmTraffic &t : kHbmTraffic)
+        if (t.coll == c.coll) return t.read(in, c.nranks) + t.write(out, c.nranks);
+    return 0;
 }
 
 double input_value(int r, size_t i)
@@ -214,40 +288,82 @@ size_t compare_output(const Case &c, const void *out, const void *ref, std::stri
     return errors;
 }
 
+// The arguments of every form of a call, with the in-place conventions
+// applied once.
+struct MpiArgs {
+    const void *sb;        // send buffer, or MPI_IN_PLACE
+    int scount;            // allgather/alltoall send side: ignored in place
+    MPI_Datatype stype;
+    void *rb;
+    int n;                 // counts fit an int: sizes are capped in options
+    MPI_Datatype t;
+    MPI_Op op;
+    int root;
+};
+
+static MpiArgs mpi_args(const Case &c, void *send, void *recv)
+{
+    MpiArgs a;
+    a.t = bench_mpi_datatype(c.dtype);
+    a.op = bench_mpi_op(c.dtype, c.op);
+    a.n = (int)c.chunk;
+    a.rb = recv;
+    a.root = c.root;
+    a.sb = c.inplace ? MPI_IN_PLACE : send;
+    // MPI_IN_PLACE is legal for reduce only at the root; elsewhere the data sits in recv
+    if (c.coll == Coll::Reduce && c.inplace && c.rank != c.root) a.sb = recv;
+    a.scount = c.inplace ? 0 : a.n;
+    a.stype = c.inplace ? MPI_DATATYPE_NULL : a.t;
+    return a;
+}
+
 void mpi_run(MPI_Comm comm, const Case &c, void *send, void *recv)
 {
-    MPI_Datatype t = bench_mpi_datatype(c.dtype);
-    MPI_Op op = bench_mpi_op(c.dtype, c.op);
-    const int n = (int)c.chunk;   // counts fit an int: sizes are capped in options
-    const void *sb = c.inplace ? MPI_IN_PLACE : send;
+    const MpiArgs a = mpi_args(c, send, recv);
     switch (c.coll) {
-    case Coll::Allreduce:
-        MPI_CHECK(MPI_Allreduce(sb, recv, n, t, op, comm));
-        break;
+    case Coll::Allreduce: MPI_CHECK(MPI_Allreduce(a.sb, a.rb, a.n, a.t, a.op, comm)); break;
+    case Coll::ReduceScatter: MPI_CHECK(MPI_Reduce_scatter_block(a.sb, a.rb, a.n, a.t, a.op, comm)); break;
+    case Coll::Allgather: MPI_CHECK(MPI_Allgather(a.sb, a.scount, a.stype, a.rb, a.n, a.t, comm)); break;
+    case Coll::Bcast: MPI_CHECK(MPI_Bcast(a.rb, a.n, a.t, a.root, comm)); break;
+    case Coll::Reduce: MPI_CHECK(MPI_Reduce(a.sb, a.rb, a.n, a.t, a.op, a.root, comm)); break;
+    case Coll::Alltoall: MPI_CHECK(MPI_Alltoall(a.sb, a.scount, a.stype, a.rb, a.n, a.t, comm)); break;
+    }
+}
+
+void mpi_istart(MPI_Comm comm, const Case &c, void *send, void *recv, MPI_Request *r)
+{
+    const MpiArgs a = mpi_args(c, send, recv);
+    switch (c.coll) {
+    case Coll::Allreduce: MPI_CHECK(MPI_Iallreduce(a.sb, a.rb, a.n, a.t, a.op, comm, r)); break;
+    case Coll::ReduceScatter: MPI_CHECK(MPI_Ireduce_scatter_block(a.sb, a.rb, a.n, a.t, a.op, comm, r)); break;
+    case Coll::Allgather: MPI_CHECK(MPI_Iallgather(a.sb, a.scount, a.stype, a.rb, a.n, a.t, comm, r)); break;
+    case Coll::Bcast: MPI_CHECK(MPI_Ibcast(a.rb, a.n, a.t, a.root, comm, r)); break;
+    case Coll::Reduce: MPI_CHECK(MPI_Ireduce(a.sb, a.rb, a.n, a.t, a.op, a.root, comm, r)); break;
+    case Coll::Alltoall: MPI_CHECK(MPI_Ialltoall(a.sb, a.scount, a.stype, a.rb, a.n, a.t, comm, r)); break;
+    }
+}
+
+void mpi_persistent_init(MPI_Comm comm, const Case &c, void *send, void *recv, MPI_Request *r)
+{
+#ifdef BENCH_PERSISTENT
+    const MpiArgs a = mpi_args(c, send, recv);
+    const MPI_Info i = MPI_INFO_NULL;
+    switch (c.coll) {
+    case Coll::Allreduce: MPI_CHECK(BENCH_PERSISTENT(Allreduce)(a.sb, a.rb, a.n, a.t, a.op, comm, i, r)); break;
     case Coll::ReduceScatter:
-        MPI_CHECK(MPI_Reduce_scatter_block(sb, recv, n, t, op, comm));
+        MPI_CHECK(BENCH_PERSISTENT(Reduce_scatter_block)(a.sb, a.rb, a.n, a.t, a.op, comm, i, r));
         break;
     case Coll::Allgather:
-        if (c.inplace)
-            MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, t, comm));
-        else
-            MPI_CHECK(MPI_Allgather(send, n, t, recv, n, t, comm));
+        MPI_CHECK(BENCH_PERSISTENT(Allgather)(a.sb, a.scount, a.stype, a.rb, a.n, a.t, comm, i, r));
         break;
-    case Coll::Bcast:
-        MPI_CHECK(MPI_Bcast(recv, n, t, c.root, comm));
-        break;
-    case Coll::Reduce:
-        // MPI_IN_PLACE is legal only at the root; elsewhere the data sits in recv
-        if (c.inplace)
-            MPI_CHECK(MPI_Reduce(c.rank == c.root ? MPI_IN_PLACE : recv, recv, n, t, op, c.root, comm));
-        else
-            MPI_CHECK(MPI_Reduce(send, recv, n, t, op, c.root, comm));
-        break;
+    case Coll::Bcast: MPI_CHECK(BENCH_PERSISTENT(Bcast)(a.rb, a.n, a.t, a.root, comm, i, r)); break;
+    case Coll::Reduce: MPI_CHECK(BENCH_PERSISTENT(Reduce)(a.sb, a.rb, a.n, a.t, a.op, a.root, comm, i, r)); break;
     case Coll::Alltoall:
-        if (c.inplace)
-            MPI_CHECK(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, t, comm));
-        else
-            MPI_CHECK(MPI_Alltoall(send, n, t, recv, n, t, comm));
+        MPI_CHECK(BENCH_PERSISTENT(Alltoall)(a.sb, a.scount, a.stype, a.rb, a.n, a.t, comm, i, r));
         break;
     }
+#else
+    (void)comm, (void)c, (void)send, (void)recv, (void)r;
+    bench_fatal(__FILE__, __LINE__, "mpi_persistent_init", "no persistent collectives in this MPI");
+#endif
 }

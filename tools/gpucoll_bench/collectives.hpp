@@ -10,6 +10,9 @@
 #include "dtypes.hpp"
 
 enum class Coll { Allreduce, ReduceScatter, Allgather, Bcast, Reduce, Alltoall };
+// How the MPI paths issue a call: MPI_<Coll>, MPI_I<coll> + MPI_Wait, or a
+// request made once per size by MPI(X)_<Coll>_init, then MPI_Start + MPI_Wait.
+enum class Mode { Blocking, Nonblocking, Persistent };
 
 const char *coll_name(Coll c);
 bool parse_coll(const std::string &s, Coll *out);
@@ -17,6 +20,12 @@ bool coll_is_reduction(Coll c);
 bool coll_has_root(Coll c);
 // nccl-tests' busbw = algbw * factor
 double busbw_factor(Coll c, int nranks);
+
+const char *mode_name(Mode m);
+bool parse_mode(const std::string &s, Mode *out);
+// False when this MPI library has neither MPI-4's MPI_<Coll>_init nor Open
+// MPI's MPIX_<Coll>_init (compile-time choice).
+bool mpi_persistent_supported();
 
 // One measurement point. `chunk` is the element count of one rank's block:
 // the whole vector for allreduce/bcast/reduce, one rank's share for
@@ -63,5 +72,14 @@ void fill_reference(const Case &c, void *ref);
 // describes the first in `first_error`.
 size_t compare_output(const Case &c, const void *out, const void *ref, std::string *first_error);
 
+// Least HBM bytes (read + written, over all ranks) one call moves when every
+// rank's buffers are in the same GPU memory; see the table in collectives.cpp.
+double hbm_traffic_bytes(const Case &c);
+
 // Runs the collective through MPI on `comm` (blocking).
 void mpi_run(MPI_Comm comm, const Case &c, void *send, void *recv);
+// The same as MPI_I<coll>: completes with MPI_Wait(req).
+void mpi_istart(MPI_Comm comm, const Case &c, void *send, void *recv, MPI_Request *req);
+// A persistent request for the same call (MPI_Start it; MPI_Request_free it).
+// Only when mpi_persistent_supported().
+void mpi_persistent_init(MPI_Comm comm, const Case &c, void *send, void *recv, MPI_Request *req);

@@ -52,19 +52,59 @@ struct Context {
     Buffers &buf;
     Host &host;
     NcclPath *nccl;
+    double copy_rate;   // device copy bytes/s for the HBM bound; 0 = no bound
 };
 
-// One blocking call: for NCCL the stream sync is part of it, so the
-// comparison with the (blocking) MPI calls is fair.
-void call_once(const Context &x, const Path &p, const Case &c)
-{
-    if (p.kind == Kind::Mpi) {
-        mpi_run(p.comm, c, x.buf.send(), x.buf.recv());
-    } else {
-        nccl_enqueue(x.nccl, c, x.buf.send(), x.buf.recv());
-        nccl_sync(x.nccl);
+// How one row issues its collective: the path and, on the MPI paths, the
+// mode. A persistent request is made with the Call (once per size, so every
+// start reuses it) and freed with it.
+class Call {
+public:
+    Call(const Context &x, const Path &p, Mode m, const Case &c) : path(p), mode(m), x_(x), c_(c)
+    {
+        if (p.kind == Kind::Mpi && m == Mode::Persistent)
+            mpi_persistent_init(p.comm, c, x.buf.send(), x.buf.recv(), &req_);
     }
-}
+    ~Call()
+    {
+        if (req_ != MPI_REQUEST_NULL) MPI_Request_free(&req_);
+    }
+    Call(const Call &) = delete;
+    Call &operator=(const Call &) = delete;
+
+    void start()
+    {
+        if (path.kind != Kind::Mpi) {
+            nccl_enqueue(x_.nccl, c_, x_.buf.send(), x_.buf.recv());
+            return;
+        }
+        switch (mode) {
+        case Mode::Blocking: mpi_run(path.comm, c_, x_.buf.send(), x_.buf.recv()); break;
+        case Mode::Nonblocking: mpi_istart(path.comm, c_, x_.buf.send(), x_.buf.recv(), &req_); break;
+        case Mode::Persistent: MPI_CHECK(MPI_Start(&req_)); break;
+        }
+    }
+    // For NCCL the stream sync is part of the call, so the comparison with
+    // the MPI calls, which return with the result in place, is fair.
+    void wait()
+    {
+        if (path.kind != Kind::Mpi) nccl_sync(x_.nccl);
+        else if (mode != Mode::Blocking) MPI_CHECK(MPI_Wait(&req_, MPI_STATUS_IGNORE));
+    }
+    void once()
+    {
+        start();
+        wait();
+    }
+
+    const Path &path;
+    const Mode mode;
+
+private:
+    const Context &x_;
+    const Case &c_;
+    MPI_Request req_ = MPI_REQUEST_NULL;
+};
 
 // Loads this case's inputs (and sentinel bytes where results must appear).
 void load_inputs(const Context &x, const Case &c)
@@ -74,14 +114,16 @@ void load_inputs(const Context &x, const Case &c)
     x.buf.upload(x.buf.recv(), x.host.recv.get(), c.recv_elems() * es);
 }
 
-// Runs the collective once on fresh inputs and counts wrong output elements
+// Runs the collective once on fresh inputs, in the call's own mode (the
+// persistent request the timing reuses), and counts wrong output elements
 // on this rank (prints the first one to stderr).
-size_t validate(const Context &x, const Path &p, const Case &c)
+size_t validate(const Context &x, Call &call, const Case &c)
 {
     load_inputs(x, c);
-    call_once(x, p, c);
+    call.once();
     const size_t es = dtype_size(c.dtype), n = c.out_elems();
     if (!x.opt.check || n == 0) return 0;
+    const Path &p = call.path;
     const char *out = static_cast<const char *>(x.buf.recv()) + c.out_offset(p.kind != Kind::Mpi) * es;
     x.buf.download(x.host.out.get(), out, n * es);
     if (x.rank == x.opt.corrupt_rank)   // test hook: a wrong result must fail the run
@@ -89,15 +131,16 @@ size_t validate(const Context &x, const Path &p, const Case &c)
     std::string first;
     size_t errors = compare_output(c, x.host.out.get(), x.host.ref.get(), &first);
     if (errors)
-        std::fprintf(stderr, "gpucoll-bench: WRONG RESULT %s %s %s %s path %s: %zu wrong elements; %s\n",
+        std::fprintf(stderr, "gpucoll-bench: WRONG RESULT %s %s %s %s path %s mode %s: %zu wrong elements; %s\n",
                      coll_name(c.coll), dtype_name(c.dtype), coll_is_reduction(c.coll) ? op_name(c.op) : "-",
-                     format_size(c.size_bytes()).c_str(), p.name.c_str(), errors, first.c_str());
+                     format_size(c.size_bytes()).c_str(), p.name.c_str(), mode_name(call.mode), errors,
+                     first.c_str());
     return errors;
 }
 
-// Times one path on one case. Returns this rank's mean seconds per call and
-// the iteration count (the same on every rank, so loops stay matched).
-double time_path(const Context &x, const Path &p, const Case &c, int *iters_out)
+// Times one path in one mode on one case. Returns this rank's mean seconds
+// per call and the iteration count (the same on every rank, so loops stay matched).
+double time_path(const Context &x, Call &call, const Case &c, int *iters_out)
 {
     // In-place reductions would grow their data every call (sums overflow to
     // inf, and the host path slows on odd values): time them on zeros.
@@ -106,34 +149,74 @@ double time_path(const Context &x, const Path &p, const Case &c, int *iters_out)
     // One call, timed, sets how many fit in the time limit (slowest rank decides).
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     double t = MPI_Wtime();
-    call_once(x, p, c);
+    call.once();
     t = MPI_Wtime() - t;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     t = std::max(t, 1e-7);
     const double limit = x.opt.time_limit;
     const int warmup = (int)std::min<double>(x.opt.warmup, 0.2 * limit / t);
     const int iters = (int)std::max(1.0, std::min<double>(x.opt.iters, limit / t));
-    for (int i = 0; i < warmup; i++) call_once(x, p, c);
+    for (int i = 0; i < warmup; i++) call.once();
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
     double total = 0;
-    if (p.kind == Kind::NcclNoSync) {
+    if (call.path.kind == Kind::NcclNoSync) {
         // nccl-tests style: calls queue back to back on the stream
         double t0 = MPI_Wtime();
-        for (int i = 0; i < iters; i++) nccl_enqueue(x.nccl, c, x.buf.send(), x.buf.recv());
-        nccl_sync(x.nccl);
+        for (int i = 0; i < iters; i++) call.start();
+        call.wait();
         total = MPI_Wtime() - t0;
     } else {
-        // OSU style: time each blocking call, barrier between calls
+        // OSU style: time each call to its completion, barrier between calls
         for (int i = 0; i < iters; i++) {
             double t0 = MPI_Wtime();
-            call_once(x, p, c);
+            call.once();
             total += MPI_Wtime() - t0;
             MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         }
     }
     *iters_out = iters;
     return total / iters;
+}
+
+// Host work of about `seconds`, as OSU's dummy_compute: no MPI call inside,
+// so only the progress a library makes on its own (a progress thread, the
+// GPU) overlaps it. The sum ends in a volatile so the compiler keeps the loop.
+volatile double g_compute_sink;
+double host_compute(double seconds)
+{
+    const double t0 = MPI_Wtime();
+    double acc = 0, v = 1, t;
+    do {
+        for (int i = 0; i < 64; i++) {
+            v = v * 0.999 + 0.001;
+            acc += v;
+        }
+        t = MPI_Wtime() - t0;
+    } while (t < seconds);
+    g_compute_sink = acc;
+    return t;
+}
+
+// OSU's overlap of a nonblocking call: each rank computes for t_pure (the
+// call's own latency, the same on every rank) between MPI_I<coll> and
+// MPI_Wait. A call that moved meanwhile ends with the compute; one that only
+// moves inside MPI_Wait adds all of t_pure. Times are averaged over ranks, as
+// the rows' latencies are; 100 = fully hidden, 0 = not at all.
+double measure_overlap(const Context &x, Call &call, int iters, double t_pure)
+{
+    double t[2] = {0, 0};   // total, compute
+    for (int i = 0; i < iters; i++) {
+        double t0 = MPI_Wtime();
+        call.start();
+        t[1] += host_compute(t_pure);
+        call.wait();
+        t[0] += MPI_Wtime() - t0;
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    const double t_total = t[0] / iters / x.nranks, t_compute = t[1] / iters / x.nranks;
+    return std::max(0.0, 100.0 * (1.0 - (t_total - t_compute) / t_pure));
 }
 
 // Returns "loaded (coll_gpu_path = auto)" or why not: coll/gpu registers its
@@ -216,6 +299,21 @@ std::vector<std::string> describe_ranks(bool device, int dev, MPI_Comm comm, int
     return out;
 }
 
+// True on every rank when all ranks run on one GPU (one node, one PCI
+// address; several ranks under MPS): they then share its HBM, whose copy rate
+// bounds every collective. Collective over MPI_COMM_WORLD.
+bool all_on_one_gpu(int dev, int local_size, int nranks)
+{
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    long long id[2];
+    id[0] = ((long long)prop.pciDomainID << 16) | (prop.pciBusID << 8) | prop.pciDeviceID;
+    id[1] = -id[0];
+    // one allreduce gives the smallest id and, negated, the largest
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, id, 2, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD));
+    return local_size == nranks && id[0] == -id[1];
+}
+
 // Rank 0, stderr: a line rewritten in place on a terminal; in a log, one line
 // per size once the sweep has run for a while (short sweeps stay quiet).
 void progress(const Options &o, int rank, const std::string &what, double elapsed, bool first_path, bool last)
@@ -231,8 +329,41 @@ void progress(const Options &o, int rank, const std::string &what, double elapse
     std::fflush(stderr);
 }
 
-// Everything for one case at one size: inputs, reference, then each path
-// validated and timed. Returns the rows (complete on rank 0).
+// One row: the path in one mode validated, timed and, where asked, its
+// overlap measured, on the case whose host inputs are ready.
+Row measure_call(const Context &x, const Path &p, Mode m, const Case &c, unsigned long long *total_errors)
+{
+    Call call(x, p, m, c);
+    unsigned long long errors = validate(x, call, c), all_errors = 0;
+    MPI_CHECK(MPI_Allreduce(&errors, &all_errors, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    *total_errors += all_errors;
+    Row r;
+    r.c = c;
+    r.path = p.name;
+    r.mode = m;
+    double t = time_path(x, call, c, &r.iters), sum = 0, mn = 0, mx = 0;
+    // the sum on every rank: the overlap's compute lasts the mean latency everywhere
+    MPI_CHECK(MPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Reduce(&t, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Reduce(&t, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+    r.avg_us = sum / x.nranks * 1e6;
+    r.min_us = mn * 1e6;
+    r.max_us = mx * 1e6;
+    r.algbw = r.avg_us > 0 ? c.size_bytes() / (r.avg_us * 1e3) : 0;
+    r.busbw = r.algbw * busbw_factor(c.coll, x.nranks);
+    r.errors = all_errors;
+    r.valid = !x.opt.check ? "off" : all_errors ? "FAIL" : "ok";
+    if (x.opt.overlap && p.kind == Kind::Mpi && m == Mode::Nonblocking)
+        r.overlap_pct = measure_overlap(x, call, r.iters, sum / x.nranks);
+    if (x.copy_rate > 0 && r.avg_us > 0) {
+        r.bound_us = hbm_traffic_bytes(c) / (2 * x.copy_rate) * 1e6;   // 0: nothing must move
+        r.vs_bound = r.bound_us / r.avg_us;
+    }
+    return r;
+}
+
+// Everything for one case at one size: inputs, reference, then each path in
+// each mode. Returns the rows (complete on rank 0).
 std::vector<Row> measure_size(const Context &x, const std::vector<Path> &paths, const Case &c,
                               const std::string &label, double start, unsigned long long *total_errors)
 {
@@ -244,34 +375,24 @@ std::vector<Row> measure_size(const Context &x, const std::vector<Path> &paths, 
     std::vector<Row> rows;
     for (const Path &p : paths) {
         if (p.kind != Kind::Mpi && !nccl_supports(c)) continue;
-        progress(x.opt, x.rank, label + " " + p.name, MPI_Wtime() - start, &p == &paths.front(), false);
-        unsigned long long errors = validate(x, p, c), all_errors = 0;
-        MPI_CHECK(MPI_Allreduce(&errors, &all_errors, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
-        *total_errors += all_errors;
-        Row r;
-        r.c = c;
-        r.path = p.name;
-        double t = time_path(x, p, c, &r.iters), sum = 0, mn = 0, mx = 0;
-        MPI_CHECK(MPI_Reduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
-        MPI_CHECK(MPI_Reduce(&t, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD));
-        MPI_CHECK(MPI_Reduce(&t, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-        r.avg_us = sum / x.nranks * 1e6;
-        r.min_us = mn * 1e6;
-        r.max_us = mx * 1e6;
-        r.algbw = r.avg_us > 0 ? c.size_bytes() / (r.avg_us * 1e3) : 0;
-        r.busbw = r.algbw * busbw_factor(c.coll, x.nranks);
-        r.errors = all_errors;
-        r.valid = !x.opt.check ? "off" : all_errors ? "FAIL" : "ok";
-        rows.push_back(r);
+        // NCCL has no other way to call it: one row, as blocking
+        const std::vector<Mode> modes = p.kind == Kind::Mpi ? x.opt.modes : std::vector<Mode>{Mode::Blocking};
+        for (Mode m : modes) {
+            progress(x.opt, x.rank, label + " " + p.name + " " + mode_name(m), MPI_Wtime() - start,
+                     rows.empty(), false);
+            rows.push_back(measure_call(x, p, m, c, total_errors));
+        }
     }
-    // ratios on the mpi row: ours over NCCL (the synced one if run) and staged
-    auto lat = [&](const char *name) {
-        for (const Row &r : rows) if (r.path == name) return r.avg_us;
+    // ratios on the mpi rows: ours over NCCL (the synced one if run) and over
+    // staged in the same mode
+    auto lat = [&](const char *name, Mode m) {
+        for (const Row &r : rows) if (r.path == name && r.mode == m) return r.avg_us;
         return 0.0;
     };
-    const double nccl = lat("nccl") > 0 ? lat("nccl") : lat("nccl-nosync"), staged = lat("staged");
+    const double nccl = lat("nccl", Mode::Blocking) > 0 ? lat("nccl", Mode::Blocking) : lat("nccl-nosync", Mode::Blocking);
     for (Row &r : rows) {
         if (r.path != "mpi") continue;
+        const double staged = lat("staged", r.mode);
         if (nccl > 0) r.vs_nccl = r.avg_us / nccl;
         if (staged > 0) r.vs_staged = r.avg_us / staged;
     }
@@ -323,6 +444,23 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaSetDevice(dev));
     }
     std::vector<std::string> where = describe_ranks(device, dev, MPI_COMM_WORLD, rank, nranks);
+
+    // The HBM bound needs every rank in one GPU's memory. Rank 0 measures the
+    // copy rate before the benchmark's own buffers take their room.
+    const size_t copy_bytes = size_t(256) << 20;
+    double copy_rate = 0;
+    std::string hbm_note;
+    if (!device) {
+        hbm_note = "off (host buffers)";
+    } else if (!all_on_one_gpu(dev, local_size, nranks)) {
+        hbm_note = "off (ranks on different GPUs)";
+    } else {
+        if (rank == 0) copy_rate = device_copy_rate(copy_bytes);
+        MPI_CHECK(MPI_Bcast(&copy_rate, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+        hbm_note = copy_rate > 0 ? "on (" + std::to_string(nranks) + (nranks == 1 ? " rank" : " ranks") +
+                                       " on one GPU): bound_us = least HBM bytes / (2 x copy rate)"
+                                 : "off (no room on the GPU for the copy test)";
+    }
     bench_mpi_types_init();
 
     // Path (b): the staged path, forced through communicator info.
@@ -360,8 +498,11 @@ int main(int argc, char **argv)
         int len;
         MPI_Get_library_version(lib, &len);
         char iterations[128];
-        std::snprintf(iterations, sizeof iterations, "%d timed, %d warm-up, time limit %g s per size and path",
+        std::snprintf(iterations, sizeof iterations, "%d timed, %d warm-up, time limit %g s per size, path and mode",
                       opt.iters, opt.warmup, opt.time_limit);
+        std::string modes;
+        for (Mode m : opt.modes) modes += (modes.empty() ? "" : ",") + std::string(mode_name(m));
+        if (opt.overlap) modes += " (overlap measured for nonblocking)";
         std::string libs(lib);
         libs = libs.substr(0, libs.find_first_of("\n,"));
         std::vector<std::pair<std::string, std::string>> meta = {
@@ -371,17 +512,28 @@ int main(int argc, char **argv)
             {"coll/gpu", gpu_status},
             {"nccl", nccl_note},
             {"iterations", iterations},
+            {"modes", modes},
             {"check", opt.check ? "on" : "off"}};
         std::string cmd;
         for (int i = 0; i < argc; i++) cmd += (i ? " " : "") + std::string(argv[i]);
         meta.push_back({"command", cmd});
         for (int r = 0; r < nranks && r < 16; r++) meta.push_back({"rank " + std::to_string(r), where[r]});
-        report.reset(new Report(opt.csv_file, opt.json_file, meta, !device));
+        if (copy_rate > 0) {
+            char copy[96];
+            std::snprintf(copy, sizeof copy, "%.0f GB/s (cudaMemcpy device to device, %s)", copy_rate / 1e9,
+                          format_size(copy_bytes).c_str());
+            meta.push_back({"hbm copy", copy});
+        }
+        meta.push_back({"hbm bound", hbm_note});
+        Columns cols;
+        cols.overlap = opt.overlap;
+        cols.bound = copy_rate > 0;
+        report.reset(new Report(opt.csv_file, opt.json_file, meta, !device, cols));
     }
 
     Buffers buf(device, opt.max_bytes);
     Host host(opt.max_bytes);
-    Context x{opt, rank, nranks, buf, host, nccl};
+    Context x{opt, rank, nranks, buf, host, nccl, copy_rate};
     const std::vector<size_t> sizes = sweep_sizes(opt);
     unsigned long long total_errors = 0;
     const double start = MPI_Wtime();

@@ -61,3 +61,34 @@ void Buffers::fill_bytes(void *dst, int byte, size_t bytes) const
         std::memset(dst, byte, bytes);
     }
 }
+
+double device_copy_rate(size_t bytes)
+{
+    void *src = nullptr, *dst = nullptr;
+    if (cudaMalloc(&src, bytes) != cudaSuccess || cudaMalloc(&dst, bytes) != cudaSuccess) {
+        cudaFree(src);
+        cudaFree(dst);
+        cudaGetLastError();   // the bound is optional: no sticky error for later calls
+        return 0;
+    }
+    const int warmup = 3, timed = 10;
+    cudaStream_t s;
+    cudaEvent_t t0, t1;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&t0));
+    CUDA_CHECK(cudaEventCreate(&t1));
+    CUDA_CHECK(cudaMemsetAsync(src, 1, bytes, s));   // pages are backed before the timing
+    for (int i = 0; i < warmup; i++) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+    CUDA_CHECK(cudaEventRecord(t0, s));
+    for (int i = 0; i < timed; i++) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+    CUDA_CHECK(cudaEventRecord(t1, s));
+    CUDA_CHECK(cudaEventSynchronize(t1));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+    CUDA_CHECK(cudaEventDestroy(t0));
+    CUDA_CHECK(cudaEventDestroy(t1));
+    CUDA_CHECK(cudaStreamDestroy(s));
+    CUDA_CHECK(cudaFree(src));
+    CUDA_CHECK(cudaFree(dst));
+    return ms > 0 ? timed * (double)bytes / (ms * 1e-3) : 0;
+}

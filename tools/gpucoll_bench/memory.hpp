@@ -26,3 +26,8 @@ private:
     void *send_ = nullptr;
     void *recv_ = nullptr;
 };
+
+// Device-to-device copy rate of the current GPU in bytes/s (a copy of N bytes
+// reads N and writes N in N / rate seconds), from cudaMemcpyAsync of `bytes`
+// timed with events; 0 when the two buffers cannot be allocated.
+double device_copy_rate(size_t bytes);

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,10 +21,17 @@ static const char kUsage[] =
     "  -o, --op LIST         sum,max,min or all (default sum; reductions only)\n"
     "  -p, --place MODE      out, in or both: out-of-place / in-place (default out)\n"
     "  -r, --root N          root of bcast and reduce (default 0)\n"
+    "      --mode LIST       blocking,nonblocking,persistent or all: how the mpi and\n"
+    "                        staged paths call MPI (MPI_<coll>; MPI_I<coll> + MPI_Wait;\n"
+    "                        a request made once per size, MPI_Start + MPI_Wait).\n"
+    "                        One row each (default blocking; nccl: blocking only)\n"
+    "      --overlap         nonblocking rows: also measure how much of the call\n"
+    "                        hides behind host computation (OSU overlap%)\n"
     "  -n, --iters N         timed iterations per size (default 50)\n"
     "  -w, --warmup N        warm-up iterations per size (default 5)\n"
-    "  -t, --time-limit SEC  time budget of one size on one path; fewer iterations\n"
-    "                        are run when they would take longer (default 1.0)\n"
+    "  -t, --time-limit SEC  time budget of one size on one path and mode; fewer\n"
+    "                        iterations are run when they would take longer\n"
+    "                        (default 1.0)\n"
     "      --paths LIST      mpi,staged,nccl (default all three)\n"
     "      --no-mpi, --no-staged, --no-nccl   leave one path out\n"
     "      --nccl-nosync     also time NCCL back to back, one sync at the end\n"
@@ -33,6 +41,10 @@ static const char kUsage[] =
     "      --csv FILE        write results as CSV\n"
     "      --json FILE       write results as JSON\n"
     "  -h, --help            this text\n"
+    "\n"
+    "When every rank runs on one GPU (several ranks under MPS), device rows also\n"
+    "get bound_us and vs_bound: the least HBM traffic of the call over the\n"
+    "measured device copy rate (docs/benchmark.md).\n"
     "\n"
     "Exit status: 0 all results valid, 1 a result was wrong, 2 bad arguments,\n"
     "77 no GPU (and no --host).\n";
@@ -118,6 +130,8 @@ bool parse_options(int argc, char **argv, Options *o, bool quiet, int *exit_code
             o->run_nccl = false;
         } else if (a == "--nccl-nosync") {
             o->nccl_nosync = true;
+        } else if (a == "--overlap") {
+            o->overlap = true;
         } else if (!value(&v)) {
             return fail("unknown option or missing value: " + a);
         } else if (a == "-b" || a == "--minbytes") {
@@ -144,6 +158,10 @@ bool parse_options(int argc, char **argv, Options *o, bool quiet, int *exit_code
             else if (m == "in") o->places = {true};
             else if (m == "both") o->places = {false, true};
             else return fail("bad --place (out, in or both): " + m);
+        } else if (a == "--mode") {
+            if (!parse_list<Mode>(v, {Mode::Blocking, Mode::Nonblocking, Mode::Persistent}, parse_mode,
+                                  &o->modes))
+                return fail("bad mode list (blocking, nonblocking, persistent): " + std::string(v));
         } else if (a == "-r" || a == "--root") {
             o->root = std::atoi(v);
         } else if (a == "-n" || a == "--iters") {
@@ -180,5 +198,11 @@ bool parse_options(int argc, char **argv, Options *o, bool quiet, int *exit_code
     if (o->iters < 1 || o->warmup < 0) return fail("--iters must be >= 1, --warmup >= 0");
     if (o->time_limit <= 0) return fail("--time-limit must be > 0");
     if (o->root < 0) return fail("--root must be >= 0");
+    auto has_mode = [&](Mode m) { return std::find(o->modes.begin(), o->modes.end(), m) != o->modes.end(); };
+    if (has_mode(Mode::Persistent) && !mpi_persistent_supported())
+        return fail("--mode persistent: this MPI library has no persistent collectives "
+                    "(neither MPI-4's MPI_<coll>_init nor Open MPI's MPIX_<coll>_init in mpi-ext.h)");
+    if (o->overlap && !has_mode(Mode::Nonblocking))
+        return fail("--overlap measures nonblocking calls: add nonblocking to --mode");
     return true;
 }

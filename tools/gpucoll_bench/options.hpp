@@ -15,6 +15,8 @@ struct Options {
     std::vector<DType> dtypes{DType::F32};
     std::vector<Op> ops{Op::Sum};
     std::vector<bool> places{false};     // false = out of place, true = in place
+    std::vector<Mode> modes{Mode::Blocking};   // of the mpi and staged paths
+    bool overlap = false;                // OSU overlap of the nonblocking calls
     int root = 0;
     int iters = 50;
     int warmup = 5;

@@ -22,20 +22,28 @@ static FILE *open_or_warn(const std::string &name)
 }
 
 Report::Report(const std::string &csv, const std::string &json,
-               const std::vector<std::pair<std::string, std::string>> &meta, bool host)
-    : host_(host)
+               const std::vector<std::pair<std::string, std::string>> &meta, bool host, Columns cols)
+    : host_(host), cols_(cols)
 {
     for (const auto &m : meta) std::printf("# %-18s %s\n", m.first.c_str(), m.second.c_str());
-    std::printf("#\n# latency: blocking call, mean over the timed iterations of each rank; avg of\n"
-                "# those means over ranks, then their min and max. algbw = size/avg,\n"
+    std::printf("#\n# latency of one call (blocking: MPI_<coll>; nonblocking: MPI_I<coll> + MPI_Wait;\n"
+                "# persistent: MPI_Start + MPI_Wait), mean over the timed iterations of each\n"
+                "# rank; avg of those means over ranks, then their min and max. algbw = size/avg,\n"
                 "# busbw = algbw * nccl-tests factor. vs_nccl / vs_staged: latency of\n"
-                "# the mpi path divided by that path's (below 1: mpi is faster).\n");
+                "# the mpi path divided by that path's, staged in the same mode (below 1:\n"
+                "# mpi is faster).\n");
+    if (cols_.overlap)
+        std::printf("# overlap(%%): nonblocking rows, as OSU: host compute of t_pure (the row's avg)\n"
+                    "# between MPI_I<coll> and MPI_Wait; 100 * (1 - (t_total - t_compute) / t_pure).\n");
+    if (cols_.bound)
+        std::printf("# bound(us): least HBM bytes the call moves / (2 x hbm copy rate);\n"
+                    "# vs_bound = bound_us / avg (1.00: at the bound).\n");
     std::fflush(stdout);
     csv_ = open_or_warn(csv);
     if (csv_)
-        std::fprintf(csv_, "coll,dtype,op,inplace,mem,nranks,root,size_bytes,count,path,iters,"
+        std::fprintf(csv_, "coll,dtype,op,inplace,mem,nranks,root,size_bytes,count,path,mode,iters,"
                            "avg_us,min_us,max_us,algbw_gbs,busbw_gbs,valid,errors,"
-                           "ratio_vs_nccl,ratio_vs_staged\n");
+                           "ratio_vs_nccl,ratio_vs_staged,overlap_pct,bound_us,vs_bound\n");
     json_ = open_or_warn(json);
     if (json_) {
         std::fprintf(json_, "{\n  \"meta\": {");
@@ -62,52 +70,67 @@ void Report::group(const Case &c)
                 c.coll == Coll::Bcast ? "in-place" : c.inplace ? "in-place" : "out-of-place",
                 c.nranks, host_ ? "host" : "device");
     if (coll_has_root(c.coll)) std::printf(", root %d", c.root);
-    std::printf("\n# %12s %12s  %-11s %6s %10s %10s %10s %11s %11s %6s %8s %9s\n", "size(B)",
-                "count", "path", "iters", "avg(us)", "min(us)", "max(us)", "algbw(GB/s)",
+    std::printf("\n# %12s %12s  %-11s %-11s %6s %10s %10s %10s %11s %11s %6s %8s %9s", "size(B)",
+                "count", "path", "mode", "iters", "avg(us)", "min(us)", "max(us)", "algbw(GB/s)",
                 "busbw(GB/s)", "valid", "vs_nccl", "vs_staged");
+    if (cols_.overlap) std::printf(" %10s", "overlap(%)");
+    if (cols_.bound) std::printf(" %10s %8s", "bound(us)", "vs_bound");
+    std::printf("\n");
     std::fflush(stdout);
 }
 
-static std::string ratio(double r)
+// A value that only some rows have: `none` where a row has not.
+static std::string maybe(bool have, double v, const char *fmt, const char *none)
 {
-    if (r <= 0) return "-";
+    if (!have) return none;
     char s[32];
-    std::snprintf(s, sizeof s, "%.3f", r);
+    std::snprintf(s, sizeof s, fmt, v);
     return s;
 }
+
+static std::string ratio(double r, const char *none = "-") { return maybe(r > 0, r, "%.3f", none); }
 
 void Report::add(const Row &r)
 {
     const Case &c = r.c;
-    std::printf("  %12zu %12zu  %-11s %6d %10.2f %10.2f %10.2f %11.3f %11.3f %6s %8s %9s\n",
-                c.size_bytes(), c.count(), r.path.c_str(), r.iters, r.avg_us, r.min_us, r.max_us,
-                r.algbw, r.busbw, r.valid.c_str(), ratio(r.vs_nccl).c_str(),
+    const bool overlap = r.overlap_pct >= 0, bound = r.bound_us > 0;
+    std::printf("  %12zu %12zu  %-11s %-11s %6d %10.2f %10.2f %10.2f %11.3f %11.3f %6s %8s %9s",
+                c.size_bytes(), c.count(), r.path.c_str(), mode_name(r.mode), r.iters, r.avg_us,
+                r.min_us, r.max_us, r.algbw, r.busbw, r.valid.c_str(), ratio(r.vs_nccl).c_str(),
                 ratio(r.vs_staged).c_str());
+    if (cols_.overlap) std::printf(" %10s", maybe(overlap, r.overlap_pct, "%.1f", "-").c_str());
+    if (cols_.bound)
+        std::printf(" %10s %8s", maybe(bound, r.bound_us, "%.2f", "-").c_str(),
+                    maybe(bound, r.vs_bound, "%.3f", "-").c_str());
+    std::printf("\n");
     std::fflush(stdout);
     const char *op = coll_is_reduction(c.coll) ? op_name(c.op) : "none";
     if (csv_) {
-        std::fprintf(csv_, "%s,%s,%s,%d,%s,%d,%d,%zu,%zu,%s,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%zu,%s,%s\n",
+        std::fprintf(csv_, "%s,%s,%s,%d,%s,%d,%d,%zu,%zu,%s,%s,%d,%.3f,%.3f,%.3f,%.4f,%.4f,%s,%zu,%s,%s,%s,%s,%s\n",
                      coll_name(c.coll), dtype_name(c.dtype), op, c.inplace ? 1 : 0,
                      host_ ? "host" : "device", c.nranks, c.root, c.size_bytes(), c.count(),
-                     r.path.c_str(), r.iters, r.avg_us, r.min_us, r.max_us, r.algbw, r.busbw,
-                     r.valid.c_str(), r.errors, r.vs_nccl > 0 ? ratio(r.vs_nccl).c_str() : "",
-                     r.vs_staged > 0 ? ratio(r.vs_staged).c_str() : "");
+                     r.path.c_str(), mode_name(r.mode), r.iters, r.avg_us, r.min_us, r.max_us, r.algbw,
+                     r.busbw, r.valid.c_str(), r.errors, ratio(r.vs_nccl, "").c_str(),
+                     ratio(r.vs_staged, "").c_str(), maybe(overlap, r.overlap_pct, "%.2f", "").c_str(),
+                     maybe(bound, r.bound_us, "%.4g", "").c_str(), maybe(bound, r.vs_bound, "%.4g", "").c_str());
         std::fflush(csv_);
     }
     if (json_) {
         std::fprintf(json_,
                      "%s\n    {\"coll\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\", \"inplace\": %s, "
                      "\"mem\": \"%s\", \"nranks\": %d, \"root\": %d, \"size_bytes\": %zu, "
-                     "\"count\": %zu, \"path\": \"%s\", \"iters\": %d, \"avg_us\": %.3f, "
+                     "\"count\": %zu, \"path\": \"%s\", \"mode\": \"%s\", \"iters\": %d, \"avg_us\": %.3f, "
                      "\"min_us\": %.3f, \"max_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, "
                      "\"valid\": \"%s\", \"errors\": %zu, \"ratio_vs_nccl\": %s, "
-                     "\"ratio_vs_staged\": %s}",
+                     "\"ratio_vs_staged\": %s, \"overlap_pct\": %s, \"bound_us\": %s, \"vs_bound\": %s}",
                      first_json_ ? "" : ",", coll_name(c.coll), dtype_name(c.dtype), op,
                      c.inplace ? "true" : "false", host_ ? "host" : "device", c.nranks, c.root,
-                     c.size_bytes(), c.count(), r.path.c_str(), r.iters, r.avg_us, r.min_us,
-                     r.max_us, r.algbw, r.busbw, r.valid.c_str(), r.errors,
-                     r.vs_nccl > 0 ? ratio(r.vs_nccl).c_str() : "null",
-                     r.vs_staged > 0 ? ratio(r.vs_staged).c_str() : "null");
+                     c.size_bytes(), c.count(), r.path.c_str(), mode_name(r.mode), r.iters, r.avg_us,
+                     r.min_us, r.max_us, r.algbw, r.busbw, r.valid.c_str(), r.errors,
+                     ratio(r.vs_nccl, "null").c_str(), ratio(r.vs_staged, "null").c_str(),
+                     maybe(overlap, r.overlap_pct, "%.2f", "null").c_str(),
+                     maybe(bound, r.bound_us, "%.4g", "null").c_str(),
+                     maybe(bound, r.vs_bound, "%.4g", "null").c_str());
         first_json_ = false;
         std::fflush(json_);
     }
