@@ -76,6 +76,12 @@ static inline gpuError_t gpu_port_reserve_stack(size_t bytes)
     (void)bytes;
     return hipSuccess;
 }
+/* Whether processes share `device` through NVIDIA's MPS: HIP has no such service. */
+static inline int gpu_port_mps_enabled(int device)
+{
+    (void)device;
+    return 0;
+}
 #define GPU_WARP_SIZE 64
 #else
 #include <cuda.h>
@@ -144,6 +150,13 @@ static inline gpuError_t gpu_port_reserve_stack(size_t bytes)
     cudaError_t e = cudaDeviceGetLimit(&have, cudaLimitStackSize);
     if (e == cudaSuccess && have < bytes) e = cudaDeviceSetLimit(cudaLimitStackSize, bytes);
     return e;
+}
+/* Whether this process's contexts on `device` go through an MPS server,
+ * whose clients' kernels run on the GPU at the same time. */
+static inline int gpu_port_mps_enabled(int device)
+{
+    int on = 0;
+    return cudaDeviceGetAttribute(&on, cudaDevAttrMpsEnabled, device) == cudaSuccess && on;
 }
 #define GPU_WARP_SIZE 32
 #endif

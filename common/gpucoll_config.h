@@ -51,8 +51,7 @@ typedef struct gpucoll_config {
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
     gpucoll_direct_style_t direct_style; /* loads or stores for allreduce, allgather and bcast zero-copy */
     int ipc_cache_entries;           /* peer buffers kept mapped per communicator (LRU) */
-    int shared_gpu;                  /* nonzero: ranks on the same GPU may form a team (their kernels wait
-                                        on each other: concurrent under MPS, taking turns without it) */
+    int shared_gpu;                  /* gpucoll_shared_gpu_t: whether ranks on the same GPU form a team */
     int resident_us;                 /* a kernel stays on the GPU this long after a call through scratch
                                         of up to resident_max_bytes, serving the next such calls without a
                                         launch (kernels/resident.cuh); 0: a launch for every call */
@@ -79,6 +78,15 @@ typedef struct gpucoll_config {
                                         and are ordered after it by an event; grids are capped
                                         (kThreadMultipleBlocks) */
 } gpucoll_config_t;
+
+/* Ranks whose buffers are on the same GPU. Their peer kernels wait on each other, so they must be on
+   the GPU at the same time: MPS runs the kernels of its clients together; without it the GPU takes
+   turns between processes and every wait costs a time slice (milliseconds; staging is faster). */
+typedef enum gpucoll_shared_gpu {
+    GPUCOLL_SHARED_GPU_OFF = 0, /* staged */
+    GPUCOLL_SHARED_GPU_ON = 1,  /* peer kernels, with or without MPS (how tests run the peer path on one GPU) */
+    GPUCOLL_SHARED_GPU_AUTO = 2 /* peer kernels where every such rank runs under MPS, else staged */
+} gpucoll_shared_gpu_t;
 
 /* Device-buffer collectives on communicators that span nodes (real or virtual). */
 typedef enum gpucoll_inter_path {

@@ -145,7 +145,15 @@ bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_con
            plan_bytes(plan, elt, nranks) <= cfg.resident_max_bytes;
 }
 
-int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks)
+int co_resident_blocks(const GpuShare &share, bool thread_multiple)
+{
+    const int calls = (share.ranks > 1 ? share.ranks : 1) * (thread_multiple ? kCallsAtOnce : 1);
+    const int sms = share.sms > 0 ? share.sms : kMaxBlocks;
+    const int cap = sms / calls;
+    return cap < 1 ? 1 : cap > kMaxBlocks ? kMaxBlocks : cap;
+}
+
+int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks, const GpuShare &share)
 {
     size_t bytes = plan_bytes(plan, elt, nranks);
     // Below a few MiB the kernels wait on the links' latency, not their
@@ -160,11 +168,8 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
     // calls nothing measurable over 1-16 and suit 256 KiB-1 MiB best (block
     // sweep, docs/performance.md).
     if (resident_serves(plan, elt, nranks, cfg)) want = (size_t)cfg.resident_blocks;
-    // Several threads' collectives run at once on one GPU, and a kernel
-    // whose blocks wait for a peer's can only finish if all of them are on
-    // the GPU together: keep each grid small enough that 8 of
-    // them fit at one block per SM (tests/mpi/thread_check.c).
-    if (cfg.thread_multiple && cap > kThreadMultipleBlocks) cap = kThreadMultipleBlocks;
+    const size_t co = (size_t)co_resident_blocks(share, cfg.thread_multiple != 0);
+    if (cap > co) cap = co;
     if (want < 1) want = 1;
     return (int)(want < cap ? want : cap);
 }

@@ -34,13 +34,36 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);
 // the scratch algorithms up to resident_max_bytes, when resident_us > 0.
 bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_config_t &cfg);
 
-// Most blocks of a kernel under MPI_THREAD_MULTIPLE: 8 concurrent
-// collectives fit at one block per SM on a GPU of 128 SMs or more.
-constexpr int kThreadMultipleBlocks = 16;
+// The GPU a team's kernels run on, as far as grids go: its SMs (as this
+// process sees them; 0 if unknown) and how many ranks run peer kernels on
+// it, whose kernels may wait on each other at the same time.
+struct GpuShare {
+    int sms = 0;
+    int ranks = 1;
+};
+
+// Collectives of one rank that may run at once under MPI_THREAD_MULTIPLE
+// (one per thread; tests/mpi/thread_check.c runs 4).
+constexpr int kCallsAtOnce = 8;
+// Most blocks of a kernel under MPI_THREAD_MULTIPLE where the SMs are not
+// known (taken as kMaxBlocks).
+constexpr int kThreadMultipleBlocks = kMaxBlocks / kCallsAtOnce;
+
+// Most blocks of a kernel such that every kernel that may wait on another
+// at the same time is on the GPU at once: a block that waits holds its SM,
+// and one whose partner block finds no SM left never ends. The worst case
+// is one block per SM (the reduce kernels take ~128 registers x 512
+// threads, a whole SM's register file), so the grids of all ranks on the
+// GPU, times the calls each may have running, must add up to at most its
+// SMs. Under MPS every rank's kernels share the SMs; without it the GPU
+// runs one process at a time, which this bound also covers. At least 1.
+int co_resident_blocks(const GpuShare &share, bool thread_multiple);
 
 // Thread blocks per kernel: enough to keep the links busy, few enough that
-// the cross-rank barrier stays cheap for small messages.
-int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks);
+// the cross-rank barrier stays cheap for small messages, and within
+// co_resident_blocks.
+int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks,
+               const GpuShare &share = GpuShare{});
 
 // How an algorithm moves data: flag-in-data lines (LL), through scratch
 // with barriers, zero-copy by loads from or stores into peers' mapped

@@ -57,6 +57,8 @@ struct alignas(128) ShmRank {
     IpcDesc src_desc, dst_desc;
     std::atomic<uint32_t> gpu_state; // 0 not yet, 1 ready, 2 failed
     int device;
+    int mps;     // its contexts go through an MPS server
+    int sms;     // the SMs this rank's kernels may use (MPS may limit them)
     char bus_id[32];
     gpuIpcMemHandle_t handle;
     std::atomic<uint32_t> departed;   // at team destruction
@@ -125,6 +127,7 @@ struct gpucoll_team {
     int *error = nullptr; // host-mapped flag the kernels raise on timeout
     IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
     ResidentKernel resident; // serves small calls without a launch each (if ready())
+    GpuShare share;          // what the grids must fit (gpu_share_of), once the GPU is set up
     // Where the time of peer-path calls goes, printed at verbose >= 20 when
     // the team ends: a few clock reads per call, so always on.
     struct Timing {
@@ -154,13 +157,17 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     if (st != GPUCOLL_SUCCESS) return st;
     gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes + ll_bytes);
     if (e != gpuSuccess) return gpu_error("allocating peer scratch", e);
-    if ((e = gpuMemset(t->scratch[t->rank], 0, kFlagsBytes)) != gpuSuccess) return gpu_error("clearing flags", e);
+    // The flags and the give-up word (kernels/peer_args.h) start at 0.
+    if ((e = gpuMemset(t->scratch[t->rank], 0, kDataOffset)) != gpuSuccess) return gpu_error("clearing flags", e);
     if (ll_bytes && (e = gpuMemset(ll_area(t), 0, ll_bytes)) != gpuSuccess)
         return gpu_error("clearing the LL area", e);
     if ((e = gpuIpcGetMemHandle(&me.handle, t->scratch[t->rank])) != gpuSuccess)
         return gpu_error("exporting scratch (cudaIpcGetMemHandle)", e);
     if ((e = gpuDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, device)) != gpuSuccess)
         return gpu_error("reading PCI bus id", e);
+    if ((e = gpuDeviceGetAttribute(&me.sms, gpuDevAttrMultiProcessorCount, device)) != gpuSuccess)
+        return gpu_error("reading the SM count", e);
+    me.mps = gpu_port_mps_enabled(device);
     // A blocking stream follows the legacy default stream implicitly, and
     // the legacy stream waits for it: with several threads, one thread's
     // staged copy would then wait for another thread's kernel, which waits
@@ -187,19 +194,42 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     return GPUCOLL_SUCCESS;
 }
 
+bool same_gpu(const ShmRank &a, const ShmRank &b) { return strncmp(a.bus_id, b.bus_id, sizeof a.bus_id) == 0; }
+
+// What every rank's grids must fit (algo_select.hpp): the fewest SMs any
+// rank may use and the most ranks on one GPU, alike on every rank, since
+// block b of one rank pairs with block b of the others.
+GpuShare gpu_share_of(const gpucoll_team *t)
+{
+    GpuShare s{};
+    s.sms = t->shm->ranks[0].sms;
+    for (int r = 0; r < t->size; r++) {
+        const ShmRank &a = t->shm->ranks[r];
+        if (a.sms < s.sms) s.sms = a.sms;
+        int on_gpu = 0;
+        for (int q = 0; q < t->size; q++) on_gpu += same_gpu(a, t->shm->ranks[q]);
+        if (on_gpu > s.ranks) s.ranks = on_gpu;
+    }
+    return s;
+}
+
 // Maps every peer's scratch. Fails if a peer is not reachable, or if two
-// ranks share a GPU and config.shared_gpu is off: their kernels wait on each
-// other, which needs them on the GPU at the same time (MPS), or costs a time
-// slice of the GPU's scheduler per wait without it.
+// ranks share a GPU where config.shared_gpu does not let them (see
+// gpucoll_shared_gpu_t): without MPS each wait on the other costs a time
+// slice of the GPU's scheduler.
 gpucoll_status_t setup_peers(gpucoll_team *t)
 {
     DeviceGuard g(t->device);
+    const ShmRank &me = t->shm->ranks[t->rank];
+    const int mode = config().shared_gpu;
     for (int r = 0; r < t->size; r++) {
         if (r == t->rank) continue;
         ShmRank &peer = t->shm->ranks[r];
-        if (!config().shared_gpu && strncmp(peer.bus_id, t->shm->ranks[t->rank].bus_id, sizeof peer.bus_id) == 0)
-            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "ranks %d and %d share GPU %s (shared_gpu is off)", t->rank,
-                                r, peer.bus_id);
+        if (same_gpu(me, peer) && (mode == GPUCOLL_SHARED_GPU_OFF || (mode != GPUCOLL_SHARED_GPU_ON && !(me.mps && peer.mps))))
+            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "ranks %d and %d share GPU %s (%s)", t->rank, r,
+                                peer.bus_id, mode == GPUCOLL_SHARED_GPU_OFF ? "shared_gpu is off"
+                                                                           : "without MPS; shared_gpu=on would run "
+                                                                             "them, a time slice per wait");
         gpuError_t e = gpuIpcOpenMemHandle((void **)&t->scratch[r], peer.handle, gpuIpcMemLazyEnablePeerAccess);
         if (e != gpuSuccess) {
             t->scratch[r] = nullptr;
@@ -243,10 +273,17 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
         all_mapped &= peer.gpu_state.load(std::memory_order_acquire) == 3;
     }
     t->gpu = all_mapped ? gpucoll_team::GpuReady : gpucoll_team::GpuFailed;
-    if (config().verbose >= 10)
-        fprintf(stderr, "coll:gpu: rank %d: peer-to-peer team on GPU %s %s%s%s\n", t->rank, me.bus_id,
+    if (all_mapped) t->share = gpu_share_of(t);
+    if (config().verbose >= 10) {
+        char shared[160] = "";
+        if (all_mapped && t->share.ranks > 1)
+            snprintf(shared, sizeof shared, " (up to %d ranks on one GPU, %s; grids of at most %d blocks)",
+                     t->share.ranks, me.mps ? "under MPS" : "no MPS: the GPU takes turns",
+                     co_resident_blocks(t->share, config().thread_multiple != 0));
+        fprintf(stderr, "coll:gpu: rank %d: peer-to-peer team on GPU %s %s%s%s%s\n", t->rank, me.bus_id,
                 all_mapped ? "ready" : "unavailable, device buffers will be staged", all_mapped ? "" : ": ",
-                all_mapped ? "" : gpucoll_last_error());
+                all_mapped ? "" : gpucoll_last_error(), shared);
+    }
     return GPUCOLL_SUCCESS;
 }
 
@@ -727,6 +764,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
     size_t steps = is_direct(plan.algo) || is_ll(plan.algo) ? 1 : (a.count + plan.chunk - 1) / plan.chunk;
     t->epoch += steps;
 
+    if (team_test_before_launch) team_test_before_launch(t->rank, seq);
     DeviceGuard g(t->device);
     const auto t_agreed = Clock::now();
     if (is_direct(plan.algo)) {
@@ -739,7 +777,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
             if (vector) plan.chunk = vector_grid_elems(t, a);
         }
     }
-    int blocks = blocks_for(plan, elt, cfg, t->size);
+    int blocks = blocks_for(plan, elt, cfg, t->size, t->share);
     gpuError_t e = gpuSuccess;
     auto t_launched = t_agreed;
     if (t->resident.ready() && resident_serves(plan, elt, t->size, cfg)) {
@@ -774,10 +812,12 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         tm.launch += std::chrono::duration<double>(t_launched - t_agreed).count();
         tm.wait += std::chrono::duration<double>(Clock::now() - t_launched).count();
     }
-    if (*t->error) {
+    if (const int why = *t->error) {
         *t->error = 0;
         t->resident.retire();
         t->gpu = gpucoll_team::GpuFailed; // flags are out of step now
+        if (why == kErrorPeerGaveUp)
+            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "another rank's kernel gave up waiting (its timeout_ms)");
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms",
                             cfg.timeout_ms);
     }
@@ -798,6 +838,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
 }
 
 void (*gpucoll::team_test_after_post)(int rank, uint64_t seq) = nullptr;
+void (*gpucoll::team_test_before_launch)(int rank, uint64_t seq) = nullptr;
 
 extern "C" const char *gpucoll_team_last_algorithm(const gpucoll_team_t *t)
 {

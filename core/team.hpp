@@ -22,5 +22,8 @@ gpucoll_status_t team_agree(gpucoll_team_t *t, bool ok, bool *all_ok);
 // Tests only: when set, called by every agreement right after this rank
 // posted call `seq`, to hold a rank where a scheduler might.
 extern void (*team_test_after_post)(int rank, uint64_t seq);
+// Tests only: when set, called by every call that runs a peer kernel, after
+// the agreement and before the launch (tests/core/peer_give_up.cpp).
+extern void (*team_test_before_launch)(int rank, uint64_t seq);
 
 } // namespace gpucoll

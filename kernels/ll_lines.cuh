@@ -75,7 +75,7 @@ __device__ inline void ll_send(uint4 *line, uint64_t data, uint32_t flag)
 }
 
 // Spins until `line` carries this call's flag, then gives its data. False
-// (and the error flag raised) after a.timeout_ns.
+// (and the error flag raised) where must_give_up says so.
 __device__ inline bool ll_receive(const PeerArgs &a, const uint4 *line, uint64_t *data)
 {
     const uint32_t flag = (uint32_t)a.epoch0;
@@ -83,10 +83,7 @@ __device__ inline bool ll_receive(const PeerArgs &a, const uint4 *line, uint64_t
     if (v.y != flag || v.w != flag) {
         uint64_t start = gpu_global_timer_ns();
         do {
-            if (gpu_global_timer_ns() - start > a.timeout_ns) {
-                atomicExch(a.error, 1);
-                return false;
-            }
+            if (must_give_up(a, start)) return false;
             v = gpu_load_line(line);
         } while (v.y != flag || v.w != flag);
     }

@@ -95,7 +95,7 @@ struct alignas(16) PeerArgs {
     uint64_t epoch0;          // barrier epoch of the first step; LL algorithms: the call's flag (never 0)
     char *scratch[kMaxPeers]; // every rank's scratch, mapped here
     uint64_t timeout_ns;
-    int *error;               // host-mapped: set non-zero on timeout
+    int *error;               // host-mapped: set to a kError* value when a wait gives up
     int vector_ok;            // src, dst and strides allow 16-byte accesses
     // Direct algorithms: every rank's input and output, mapped here (ours too).
     // ReduceScatterDirect: peer_src[j] points at this rank's block of j's input.
@@ -108,6 +108,17 @@ struct alignas(16) PeerArgs {
 };
 static_assert(sizeof(PeerArgs) % 16 == 0, "resident kernels copy a command in 16-byte words");
 static_assert(kResidentCallOffset + sizeof(PeerArgs) <= kDataOffset, "barrier flags overflow into the data area");
+// After the resident call: the give-up word. A kernel that gives up on a
+// peer (timeout) sets it in every rank's scratch, and every wait of every
+// kernel of the team checks its own, so that no rank's kernel keeps spinning
+// for a peer that has left: its process could be killed with the kernel
+// still running, which under MPS takes the GPU down for every client. Never
+// cleared: the team runs no peer kernel after a timeout (core/team.cpp).
+// What a kernel leaves in PeerArgs::error (0: nothing went wrong).
+constexpr int kErrorTimeout = 1;    // this kernel waited a.timeout_ns for a peer
+constexpr int kErrorPeerGaveUp = 2; // another rank's kernel gave up first
+constexpr size_t kGiveUpOffset = (kResidentCallOffset + sizeof(PeerArgs) + 63) / 64 * 64;
+static_assert(kGiveUpOffset + sizeof(uint64_t) <= kDataOffset, "the give-up word overflows into the data area");
 
 // The host writes a call into `cmd`, then `doorbell` = doorbell_word(gen,
 // seq); the resident kernel's block b runs it and sets done[b] = seq.

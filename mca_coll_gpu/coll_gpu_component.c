@@ -43,7 +43,7 @@ static int param_timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
 static size_t param_direct_min_bytes = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES;
 static int param_direct_style = GPUCOLL_DIRECT_AUTO;
 static int param_ipc_cache_entries = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES;
-static bool param_shared_gpu = false;
+static int param_shared_gpu = GPUCOLL_SHARED_GPU_AUTO;
 static size_t param_block_bytes = 0;
 static size_t param_hier_min_bytes = GPUCOLL_DEFAULT_HIER_MIN_BYTES;
 static int param_resident_us = GPUCOLL_DEFAULT_RESIDENT_US;
@@ -67,6 +67,10 @@ static const mca_base_var_enum_value_t direct_style_values[] = {
     {GPUCOLL_DIRECT_AUTO, "auto"}, {GPUCOLL_DIRECT_PULL, "pull"}, {GPUCOLL_DIRECT_PUSH, "push"}, {0, NULL}};
 static const mca_base_var_enum_value_t inter_path_values[] = {
     {GPUCOLL_INTER_AUTO, "auto"}, {GPUCOLL_INTER_HIER, "hier"}, {GPUCOLL_INTER_STAGED, "staged"}, {0, NULL}};
+/* "true"/"false" as well: the parameter was a bool before MPS was detected. */
+static const mca_base_var_enum_value_t shared_gpu_values[] = {
+    {GPUCOLL_SHARED_GPU_AUTO, "auto"}, {GPUCOLL_SHARED_GPU_ON, "on"}, {GPUCOLL_SHARED_GPU_OFF, "off"},
+    {GPUCOLL_SHARED_GPU_ON, "true"}, {GPUCOLL_SHARED_GPU_OFF, "false"}, {0, NULL}};
 static const mca_base_var_enum_value_t ucx_device_path_values[] = {
     {0, "auto"}, {1, "direct"}, {2, "staged"}, {0, NULL}};
 
@@ -143,15 +147,12 @@ static int gpu_register(void)
     reg_int("ipc_cache_entries", "Peer buffers each rank keeps mapped per communicator (least recently used ones "
                                  "are unmapped first); bounds the memory held for freed peer buffers",
             OPAL_INFO_LVL_6, &param_ipc_cache_entries);
-    (void)mca_base_component_var_register(&c->super.collm_version, "shared_gpu",
-                                          "Let ranks whose buffers are on the same GPU run the peer-to-peer "
-                                          "kernels together (false: their device-buffer collectives are staged). "
-                                          "The kernels of a call wait on each other, so they must share the GPU "
-                                          "at once: turn it on where MPS runs; without MPS the GPU takes turns "
-                                          "between processes and each wait costs a time slice (correct but "
-                                          "slow, useful to test the peer path on one GPU)",
-                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &param_shared_gpu);
+    reg_enum("shared_gpu", "Ranks whose buffers are on the same GPU: auto (run the peer-to-peer kernels together "
+                           "where MPS runs, whose clients' kernels share the GPU at once; stage without MPS, where "
+                           "the GPU takes turns between processes and each wait on a peer costs a time slice), "
+                           "on (peer kernels with or without MPS: correct, slow without it; how tests run the "
+                           "peer path on one GPU), off (always staged). 1/0 and true/false mean on/off",
+             shared_gpu_values, &param_shared_gpu);
     reg_size("scratch_bytes", "Bytes of peer-visible GPU scratch per rank and communicator (larger messages are "
                               "pipelined through it)", OPAL_INFO_LVL_5, &param_scratch_bytes);
     reg_size("staging_cache_bytes", "Pinned host memory kept cached for the staged path", OPAL_INFO_LVL_6,

@@ -136,6 +136,26 @@ int main()
     // under MPI_THREAD_MULTIPLE concurrent calls share the SMs: small grids only
     cfg.thread_multiple = 1;
     CHECK(blocks_for(p, 4, cfg, 4) == kThreadMultipleBlocks);
+    // Ranks sharing a GPU (MPS): every grid that may wait on another fits
+    // the SMs together, one block per SM at worst; the thread cap on top.
+    cfg.thread_multiple = 0;
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 2}) == 66);
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 4}) == 33);
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{16, 2}) == 8); // an MPS client limited to 16 SMs
+    for (int sms : {1, 8, 66, 78, 114, 132, 144, 304})
+        for (int ranks = 1; ranks <= kMaxPeers; ranks++)
+            for (int tm = 0; tm < 2; tm++) {
+                int co = co_resident_blocks(GpuShare{sms, ranks}, tm != 0);
+                int calls = ranks * (tm ? kCallsAtOnce : 1);
+                CHECK(co >= 1 && co <= kMaxBlocks, "sms %d ranks %d", sms, ranks);
+                CHECK(sms < calls || co * calls <= sms, "sms %d ranks %d threads %d: %d blocks each", sms, ranks,
+                      tm, co);
+                cfg.thread_multiple = tm;
+                CHECK(blocks_for(p, 4, cfg, 4, GpuShare{sms, ranks}) <= co);
+            }
+    cfg.thread_multiple = 1;
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 2}) == 8);
     // and small calls still take the LL kernels (they stalled under threads
     // only while kernels were loaded lazily: kernels/peer_args.h)
     cfg.ll_max_bytes = 65536;

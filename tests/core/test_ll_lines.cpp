@@ -47,6 +47,14 @@ uint64_t gpu_global_timer_ns()
         .count();
 }
 int atomicExch(int *address, int value) { return __atomic_exchange_n(address, value, __ATOMIC_SEQ_CST); }
+int atomicCAS(int *address, int compare, int value)
+{
+    __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    return compare;
+}
+// The give-up word (kernels/peer_sync.cuh: must_give_up).
+void gpu_store_release_sys(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+uint64_t gpu_load_acquire_sys(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
 namespace {
 
@@ -347,7 +355,15 @@ int main()
             allreduce_ll<float, OpSum>(a);
         });
         // Returning at all shows the wait is bounded (ctest's timeout catches a hang).
-        CHECK(w.error[0] == 1, "a missing peer did not raise the error flag");
+        CHECK(w.error[0] == kErrorTimeout, "a missing peer did not raise the error flag");
+        // Rank 0 gave up, so rank 1's next call, which waits for rank 0's
+        // lines, ends at once (it would wait out its 10 s on every thread).
+        if (++w.flag == 0) ++w.flag;
+        kernel_host_launch(2, 32, [&] {
+            PeerArgs a = w.args(1, PeerAlgo::AllreduceLL, s.data(), d.data(), 64, 0);
+            allreduce_ll<float, OpSum>(a);
+        });
+        CHECK(w.error[1] == kErrorPeerGaveUp, "a rank whose peer gave up kept waiting, or said something else");
     }
     std::printf("ll_lines: %d failed\n", failures);
     return failures ? 1 : 0;
