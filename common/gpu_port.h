@@ -24,6 +24,8 @@ typedef hipFuncAttributes gpuFuncAttributes;
 #define gpuErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetLastError hipGetLastError
+#define gpuPeekAtLastError hipPeekAtLastError
+#define gpuErrorLaunchOutOfResources hipErrorLaunchOutOfResources
 #define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
 #define gpuGetDeviceCount hipGetDeviceCount
@@ -98,6 +100,8 @@ typedef cudaFuncAttributes gpuFuncAttributes;
 #define gpuErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetLastError cudaGetLastError
+#define gpuPeekAtLastError cudaPeekAtLastError
+#define gpuErrorLaunchOutOfResources cudaErrorLaunchOutOfResources
 #define gpuGetDevice cudaGetDevice
 #define gpuSetDevice cudaSetDevice
 #define gpuGetDeviceCount cudaGetDeviceCount

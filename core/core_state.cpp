@@ -1,6 +1,7 @@
 #include "core_state.hpp"
 
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 
 #include "gpu_port.h"
@@ -41,7 +42,12 @@ gpucoll_status_t gpucoll::load_kernels_once(int device)
     std::lock_guard<std::mutex> lock(g_load_mu);
     if (g_loaded[device].load(std::memory_order_relaxed)) return GPUCOLL_SUCCESS;
     size_t need = 0;
-    if (!load_peer_kernels(&need)) return gpucoll_fail(GPUCOLL_ERR_GPU, "loading the peer kernels on GPU %d", device);
+    int regs = 0;
+    if (!load_peer_kernels(&need, &regs))
+        return gpucoll_fail(GPUCOLL_ERR_GPU, "loading the peer kernels on GPU %d", device);
+    if (config().verbose >= 20)
+        fprintf(stderr, "coll:gpu: peer kernels loaded on GPU %d: up to %d registers and %zu bytes of stack a thread\n",
+                device, regs, need);
     // Raising the limit waits for the device; here no peer kernel of this
     // process runs yet (every launch path comes through this function first).
     gpuError_t e = gpu_port_reserve_stack(need);

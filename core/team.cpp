@@ -128,6 +128,7 @@ struct gpucoll_team {
     IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
     ResidentKernel resident; // serves small calls without a launch each (if ready())
     GpuShare share;          // what the grids must fit (gpu_share_of), once the GPU is set up
+    bool told_threads = false; // verbose: said once that a kernel took fewer threads than asked
     // Where the time of peer-path calls goes, printed at verbose >= 20 when
     // the team ends: a few clock reads per call, so always on.
     struct Timing {
@@ -796,9 +797,16 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
                 return gpu_error("ordering after the default stream", e);
         }
         KernelInFlight in_flight;
-        if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream))
+        int threads = 0;
+        if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream, &threads))
             return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
                                 gpucoll_op_name(a.op));
+        if (threads < cfg.threads_per_block && !t->told_threads && cfg.verbose >= 10) {
+            t->told_threads = true;
+            fprintf(stderr, "coll:gpu: rank %d: %s on %s/%s takes %d threads per block, not threads_per_block=%d\n",
+                    t->rank, algo_name(plan.algo), gpucoll_dtype_name(a.dtype), gpucoll_op_name(a.op), threads,
+                    cfg.threads_per_block);
+        }
         e = gpuGetLastError();
         t_launched = Clock::now();
         if (e == gpuSuccess) e = gpuStreamSynchronize(t->stream);

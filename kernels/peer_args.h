@@ -160,12 +160,19 @@ constexpr bool is_ll(PeerAlgo a)
 // of a kernel that needs more; either may wait for the running kernels.
 // With several threads, one thread's launch would then wait for another
 // thread's peer kernel, which waits for a peer rank whose threads may be
-// stuck the same way. False if a kernel could not be loaded.
-bool load_peer_kernels(size_t *stack_bytes);
+// stuck the same way. Also records each kernel's most threads per block
+// (its registers decide) for launch_peer_kernel, and sets *max_regs to the
+// most registers a thread of any of them takes. False if a kernel could not
+// be loaded.
+bool load_peer_kernels(size_t *stack_bytes, int *max_regs);
 
-// Launches the kernel for `a` on `stream`; returns false for a pair the
-// kernels do not implement. gpuStream_t is passed as void* to keep GPU headers out.
+// Launches the kernel for `a` on `stream` with up to `threads` per block:
+// fewer where the kernel cannot take that many, and half as many again
+// while the launch is refused for lack of resources (no block of a refused
+// launch ran; the kernels take any multiple of 32). *threads_used (if not
+// null) says what the launch got. Returns false for a pair the kernels do
+// not implement. gpuStream_t is passed as void* to keep GPU headers out.
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
-                        void *stream);
+                        void *stream, int *threads_used = nullptr);
 
 } // namespace gpucoll

@@ -48,32 +48,61 @@ KernelPair reduce_kernel_for(gpucoll_dtype_t dtype, gpucoll_op_t op)
 
 } // namespace
 
-bool load_peer_kernels(size_t *stack_bytes)
+namespace {
+
+// Most threads per block of each kernel, as the GPU reports it at load (the
+// fewest over the devices loaded; 0: not loaded yet). Written before
+// load_kernels_once publishes the device as loaded, read after.
+int g_reduce_threads[GPUCOLL_DTYPE_COUNT][GPUCOLL_OP_COUNT][2];
+int g_move_threads[2];
+
+int *threads_slot(gpucoll_dtype_t dtype, gpucoll_op_t op, bool moves, bool resident)
+{
+    if (moves) return &g_move_threads[resident];
+    if ((int)dtype < 0 || dtype >= GPUCOLL_DTYPE_COUNT || (int)op < 0 || op >= GPUCOLL_OP_COUNT) return nullptr;
+    return &g_reduce_threads[dtype][op][resident];
+}
+
+} // namespace
+
+bool load_peer_kernels(size_t *stack_bytes, int *max_regs)
 {
     *stack_bytes = 0;
-    auto load = [&](KernelFn k) {
+    *max_regs = 0;
+    auto load = [&](KernelFn k, int *slot) {
         gpuFuncAttributes attr;
         if (!k) return true;
         if (gpuFuncGetAttributes(&attr, (const void *)k) != gpuSuccess) return false;
         if (attr.localSizeBytes > *stack_bytes) *stack_bytes = attr.localSizeBytes;
+        if (attr.numRegs > *max_regs) *max_regs = attr.numRegs;
+        if (*slot == 0 || attr.maxThreadsPerBlock < *slot) *slot = attr.maxThreadsPerBlock;
         return true;
     };
-    bool ok = load(peer_move_kernel) && load(resident_move_kernel);
+    bool ok = load(peer_move_kernel, &g_move_threads[0]) && load(resident_move_kernel, &g_move_threads[1]);
     for (int d = 0; d < GPUCOLL_DTYPE_COUNT; d++)
         for (int o = 0; o < GPUCOLL_OP_COUNT; o++) {
             KernelPair p = reduce_kernel_for((gpucoll_dtype_t)d, (gpucoll_op_t)o);
-            ok = ok && load(p.launch) && load(p.resident);
+            ok = ok && load(p.launch, &g_reduce_threads[d][o][0]) && load(p.resident, &g_reduce_threads[d][o][1]);
         }
     return ok;
 }
 
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
-                        void *stream)
+                        void *stream, int *threads_used)
 {
-    KernelPair pair = moves_bytes(a.algo) ? KernelPair{peer_move_kernel, resident_move_kernel} : reduce_kernel_for(dtype, op);
-    KernelFn k = a.resident.mailbox ? pair.resident : pair.launch;
+    const bool moves = moves_bytes(a.algo), resident = a.resident.mailbox != nullptr;
+    KernelPair pair = moves ? KernelPair{peer_move_kernel, resident_move_kernel} : reduce_kernel_for(dtype, op);
+    KernelFn k = resident ? pair.resident : pair.launch;
     if (!k) return false;
-    k<<<blocks, threads, 0, (gpuStream_t)stream>>>(a);
+    const int *cap = threads_slot(dtype, op, moves, resident);
+    if (cap && *cap >= 32 && threads > *cap) threads = *cap / 32 * 32;
+    for (;;) {
+        k<<<blocks, threads, 0, (gpuStream_t)stream>>>(a);
+        if (threads <= 32 || gpuPeekAtLastError() != gpuErrorLaunchOutOfResources) break;
+        (void)gpuGetLastError(); // not sticky: the context is fine
+        threads = threads / 2 / 32 * 32;
+    }
+    if (threads_used) *threads_used = threads;
     return true;
 }
 
