@@ -71,14 +71,23 @@ bool direct_push(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
 // loads of the inputs cost less than the trip through scratch.
 constexpr size_t kWritesMinBytes = 16u << 20;
 
+// All ranks on one GPU (MPS), from this many on: zero-copy allreduce pulls
+// both halves (H100, 4 ranks: 16 MiB 128 us against 170 by stores through
+// scratch, 64 MiB 456 against 650, 256 MiB 1495 against 1915); on 2 ranks
+// the pushed results cost less (64 MiB 148 against 245). docs/performance.md.
+constexpr int kOneGpuPullMinRanks = 3;
+
 // Allreduce: the size picks one-shot (latency) or a two-shot (bandwidth);
 // the parameter can force either. Zero-copy when the buffers are mapped;
 // flag-in-data (LL) when `ll` says the call may take it (make_plan).
-PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, bool direct, bool ll)
+PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, bool direct, bool ll,
+                        const GpuShare &share)
 {
-    PeerAlgo zero_copy = !direct_push(GPUCOLL_COLL_ALLREDUCE, cfg)           ? PeerAlgo::AllreduceDirect
-                         : nranks >= 3 && bytes >= kWritesMinBytes ? PeerAlgo::AllreduceWrites
-                                                                           : PeerAlgo::AllreducePush;
+    const bool one_gpu_pull = share.ranks == nranks && nranks >= kOneGpuPullMinRanks &&
+                              cfg.direct_style == GPUCOLL_DIRECT_AUTO;
+    PeerAlgo zero_copy = !direct_push(GPUCOLL_COLL_ALLREDUCE, cfg) || one_gpu_pull ? PeerAlgo::AllreduceDirect
+                         : nranks >= 3 && bytes >= kWritesMinBytes                ? PeerAlgo::AllreduceWrites
+                                                                                  : PeerAlgo::AllreducePush;
     switch (cfg.allreduce_algorithm) {
     case GPUCOLL_ALLREDUCE_ONESHOT: return PeerAlgo::AllreduceOneShot;
     case GPUCOLL_ALLREDUCE_TWOSHOT: return PeerAlgo::AllreduceTwoShot;
@@ -94,7 +103,7 @@ PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, b
 } // namespace
 
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
-               Plan *plan)
+               Plan *plan, const GpuShare &share)
 {
     (void)rank;
     if (nranks < 1 || nranks > kMaxPeers || a.count == 0) return false;
@@ -106,7 +115,8 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     bool ll = !direct && a.count * elt <= cfg.ll_max_bytes &&
               (a.kind != GPUCOLL_COLL_ALLTOALL || a.sbuf);
     PeerAlgo want =
-        a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, nranks, cfg, direct, ll) : PeerAlgo::Bcast;
+        a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, nranks, cfg, direct, ll, share)
+                                         : PeerAlgo::Bcast;
     bool push = direct && direct_push(a.kind, cfg);
     for (const Entry &e : kTable) {
         if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;

@@ -17,11 +17,22 @@ struct Plan {
     bool strided;               // buffers hold one block per rank `count` apart
 };
 
+// The GPU a team's kernels run on, as far as grids and algorithms go: its
+// SMs (as this process sees them; 0 if unknown) and how many ranks run peer
+// kernels on it, whose kernels may wait on each other at the same time.
+// Alike on every rank of a team (core/team.cpp: gpu_share_of).
+struct GpuShare {
+    int sms = 0;
+    int ranks = 1;
+};
+
 // Fills `plan` for `a` on a team of `nranks`; false if no kernel serves it.
 // `direct`: every rank's buffers are mapped by the others, so the zero-copy
-// algorithms may serve (the caller decides when that holds).
+// algorithms may serve (the caller decides when that holds). `share`: a
+// team whose ranks all share one GPU moves data through one HBM, which
+// favours other zero-copy kernels than links do.
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
-               Plan *plan);
+               Plan *plan, const GpuShare &share = GpuShare{});
 inline bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan)
 {
     return make_plan(a, rank, nranks, cfg, false, plan);
@@ -33,14 +44,6 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);
 // Whether a call of `plan` runs on a resident kernel (core/resident.cpp):
 // the scratch algorithms up to resident_max_bytes, when resident_us > 0.
 bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_config_t &cfg);
-
-// The GPU a team's kernels run on, as far as grids go: its SMs (as this
-// process sees them; 0 if unknown) and how many ranks run peer kernels on
-// it, whose kernels may wait on each other at the same time.
-struct GpuShare {
-    int sms = 0;
-    int ranks = 1;
-};
 
 // Collectives of one rank that may run at once under MPI_THREAD_MULTIPLE
 // (one per thread; tests/mpi/thread_check.c runs 4).

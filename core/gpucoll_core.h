@@ -32,6 +32,11 @@ typedef enum gpucoll_mem_kind {
 
 /* 1 if a GPU driver can be loaded in this process (it is not initialised). */
 int gpucoll_driver_present(void);
+
+/* A number naming this process's current GPU by its PCI address (equal in
+ * every process on the same GPU of a host, different for the host's other
+ * GPUs); -1 without a GPU. */
+int gpucoll_current_gpu_key(void);
 /* Where `ptr` lives. Cheap (one driver query), never initialises the GPU:
  * while the application has not initialised it, every pointer is host. */
 gpucoll_mem_kind_t gpucoll_mem_kind(const void *ptr);
@@ -69,6 +74,12 @@ typedef struct gpucoll_team_oob {
     int (*allgather)(const void *in, void *out, size_t bytes_per_rank, void *ctx);
     void *ctx;
     void (*progress)(void);
+    /* The most ranks of the caller's communicator that share one GPU, where
+     * they may run peer kernels at the same time in several teams (the
+     * node-local teams of virtual nodes over one GPU); 0: count this team's
+     * ranks only. Equal on every rank. Grids are cut so that all of them
+     * fit on the GPU together (core/algo_select.hpp: co_resident_blocks). */
+    int gpu_ranks;
 } gpucoll_team_oob_t;
 
 /* Builds the host-side control block shared by the ranks of a communicator

@@ -33,6 +33,18 @@ size_t size_class(size_t bytes)
 
 extern "C" int gpucoll_driver_present(void) { return gpu_port_driver_present(); }
 
+extern "C" int gpucoll_current_gpu_key(void)
+{
+    int device = -1;
+    char bus[32];
+    if (!gpu_port_driver_present() || gpuGetDevice(&device) != gpuSuccess ||
+        gpuDeviceGetPCIBusId(bus, sizeof bus, device) != gpuSuccess)
+        return -1;
+    uint32_t h = 2166136261u; // FNV-1a of "dddd:bb:dd.f"
+    for (const char *c = bus; *c; c++) h = (h ^ (uint8_t)*c) * 16777619u;
+    return (int)(h & 0x7fffffff);
+}
+
 extern "C" gpucoll_mem_kind_t gpucoll_mem_kind(const void *ptr)
 {
     gpu_port_ptr_info_t info;

@@ -129,6 +129,7 @@ struct gpucoll_team {
     ResidentKernel resident; // serves small calls without a launch each (if ready())
     GpuShare share;          // what the grids must fit (gpu_share_of), once the GPU is set up
     bool told_threads = false; // verbose: said once that a kernel took fewer threads than asked
+    int gpu_ranks = 0;         // gpucoll_team_oob_t.gpu_ranks
     // Where the time of peer-path calls goes, printed at verbose >= 20 when
     // the team ends: a few clock reads per call, so always on.
     struct Timing {
@@ -204,6 +205,7 @@ GpuShare gpu_share_of(const gpucoll_team *t)
 {
     GpuShare s{};
     s.sms = t->shm->ranks[0].sms;
+    s.ranks = t->gpu_ranks > 1 ? t->gpu_ranks : 1;
     for (int r = 0; r < t->size; r++) {
         const ShmRank &a = t->shm->ranks[r];
         if (a.sms < s.sms) s.sms = a.sms;
@@ -430,6 +432,7 @@ static gpucoll_status_t team_create_body(const gpucoll_team_oob_t *oob, gpucoll_
     t->rank = oob->rank;
     t->size = oob->size;
     t->progress = oob->progress;
+    t->gpu_ranks = oob->gpu_ranks;
     t->shm = static_cast<ShmBlock *>(map);
     *out = t;
     return GPUCOLL_SUCCESS;
@@ -662,7 +665,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         if (t->gpu == gpucoll_team::GpuReady && device != t->device) ok = false;
     }
     Plan plan{};
-    if (ok) ok = make_plan(a, t->rank, t->size, cfg, vector, &plan);
+    if (ok) ok = make_plan(a, t->rank, t->size, cfg, vector, &plan, t->share);
     if (ok && vector) {
         // No scratch kernel serves the vector kinds: mapped buffers (the
         // team's GPU is set up after the agreement if need be), or staged.
@@ -733,7 +736,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         }
     }
     if (vector && !all_direct) return GPUCOLL_ERR_UNSUPPORTED; // every rank saw it: all stage
-    if (all_direct && !make_plan(a, t->rank, t->size, cfg, true, &plan))
+    if (all_direct && !make_plan(a, t->rank, t->size, cfg, true, &plan, t->share))
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no zero-copy plan for collective %d", (int)a.kind);
 
     // Chunks must fit in half of the scratch; every rank computes the same.

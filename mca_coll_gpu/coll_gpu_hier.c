@@ -166,6 +166,19 @@ bool coll_gpu_hier_wanted(mca_coll_gpu_module_t *m)
     return true;
 }
 
+/* From the exchange of {host key, can, GPU key} per rank: the most ranks on
+ * one GPU of one host (GPU key -1: no GPU, counted apart). */
+static int most_ranks_on_one_gpu(const int *all, int size)
+{
+    int most = 1;
+    for (int r = 0; r < size; r++) {
+        int n = 0;
+        for (int q = 0; q < size; q++) n += all[3 * q] == all[3 * r] && all[3 * q + 2] == all[3 * r + 2];
+        if (n > most && all[3 * r + 2] >= 0) most = n;
+    }
+    return most;
+}
+
 /* Builds m->hier (collective over the communicator, at its first collective
  * with a nonzero count: enable must not communicate, see coll_gpu_module.c). */
 static bool hier_ensure(mca_coll_gpu_module_t *m)
@@ -181,10 +194,10 @@ static bool hier_ensure(mca_coll_gpu_module_t *m)
     /* Where every rank runs, and whether it can build groups at all (no GPU
      * driver: only under select_without_gpu, which tests use to build the
      * groups in CI). Exchanged, so that all ranks decide alike. */
-    int *all = malloc((size_t)size * 2 * sizeof(int)), *hosts = malloc((size_t)size * sizeof(int));
+    int *all = malloc((size_t)size * 3 * sizeof(int)), *hosts = malloc((size_t)size * sizeof(int));
     int *rank_of = malloc((size_t)size * sizeof(int)), *members = malloc((size_t)size * sizeof(int));
-    int mine[2] = {key, (gpucoll_driver_present() || mca_coll_gpu_component.select_without_gpu) && hosts &&
-                            rank_of && members};
+    int mine[3] = {key, (gpucoll_driver_present() || mca_coll_gpu_component.select_without_gpu) && hosts &&
+                            rank_of && members, gpucoll_current_gpu_key()};
     gpucoll_hier_t *h = NULL;
     const char *why = NULL;
     char reason[256];
@@ -200,8 +213,8 @@ static bool hier_ensure(mca_coll_gpu_module_t *m)
         goto out;
     }
     for (int r = 0; r < size; r++) {
-        hosts[r] = all[2 * r];
-        if (!all[2 * r + 1]) {
+        hosts[r] = all[3 * r];
+        if (!all[3 * r + 1]) {
             snprintf(reason, sizeof reason, "rank %d has no GPU driver (or ran out of memory)", r);
             why = reason;
         }
@@ -221,10 +234,13 @@ static bool hier_ensure(mca_coll_gpu_module_t *m)
     }
     if (gpucoll_hier_create(&layout, rank_of, &h) != GPUCOLL_SUCCESS) h = NULL; /* local: still take part below */
 
-    /* Phase 1: the node-local team over the ranks of my node. */
+    /* Phase 1: the node-local team over the ranks of my node. Virtual nodes
+     * over one GPU run their teams' kernels at the same time: the grids of
+     * every rank on that GPU must fit it together. */
     for (int j = 0; j < layout.local_size; j++) members[j] = rank_of[layout.node * layout.local_size + j];
     hier_oob_ctx_t lctx = {m, members, layout.local_size, 1};
-    gpucoll_team_oob_t loob = {layout.local_rank, layout.local_size, subset_allgather, &lctx, coll_gpu_mpi_progress};
+    gpucoll_team_oob_t loob = {layout.local_rank, layout.local_size, subset_allgather, &lctx, coll_gpu_mpi_progress,
+                               most_ranks_on_one_gpu(all, size)};
     st = h ? gpucoll_hier_connect_local(h, &loob) : GPUCOLL_ERR_NO_MEMORY;
     if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: node-local team: %s", comm->c_name, gpucoll_last_error());
     if (!drain(m, 1, st == GPUCOLL_SUCCESS)) {
@@ -234,7 +250,7 @@ static bool hier_ensure(mca_coll_gpu_module_t *m)
     /* Phase 2: the UCX group over the ranks with my local index. */
     for (int n = 0; n < layout.nnodes; n++) members[n] = rank_of[n * layout.local_size + layout.local_rank];
     hier_oob_ctx_t cctx = {m, members, layout.nnodes, 2};
-    gpucoll_team_oob_t coob = {layout.node, layout.nnodes, subset_allgather, &cctx, coll_gpu_mpi_progress};
+    gpucoll_team_oob_t coob = {layout.node, layout.nnodes, subset_allgather, &cctx, coll_gpu_mpi_progress, 0};
     st = gpucoll_hier_connect_cross(h, &coob);
     if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: UCX group: %s", comm->c_name, gpucoll_last_error());
     if (!drain(m, 2, st == GPUCOLL_SUCCESS)) {

@@ -156,6 +156,21 @@ int main()
             }
     cfg.thread_multiple = 1;
     CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 2}) == 8);
+    cfg.thread_multiple = 0;
+    // All ranks on one GPU: a large zero-copy allreduce pulls from 3 ranks
+    // on; on 2, or where the ranks have GPUs of their own, it stores.
+    {
+        Plan z;
+        auto big = args(GPUCOLL_COLL_ALLREDUCE, 16u << 20, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
+        CHECK(make_plan(big, 0, 4, cfg, true, &z, GpuShare{132, 4}) && z.algo == PeerAlgo::AllreduceDirect);
+        CHECK(make_plan(big, 0, 3, cfg, true, &z, GpuShare{132, 3}) && z.algo == PeerAlgo::AllreduceDirect);
+        CHECK(make_plan(big, 0, 4, cfg, true, &z, GpuShare{132, 1}) && z.algo == PeerAlgo::AllreduceWrites);
+        CHECK(make_plan(big, 0, 4, cfg, true, &z, GpuShare{132, 2}) && z.algo == PeerAlgo::AllreduceWrites);
+        CHECK(make_plan(big, 0, 2, cfg, true, &z, GpuShare{132, 2}) && z.algo == PeerAlgo::AllreducePush);
+        gpucoll_config_t forced = cfg;
+        forced.direct_style = GPUCOLL_DIRECT_PUSH; // a forced style wins
+        CHECK(make_plan(big, 0, 4, forced, true, &z, GpuShare{132, 4}) && z.algo == PeerAlgo::AllreduceWrites);
+    }
     // and small calls still take the LL kernels (they stalled under threads
     // only while kernels were loaded lazily: kernels/peer_args.h)
     cfg.ll_max_bytes = 65536;

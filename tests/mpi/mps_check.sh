@@ -8,7 +8,9 @@
 #     (gpucoll-bench, results checked), with a short timeout_ms, at the same
 #     rank counts: a kernel that waited for blocks that cannot be scheduled
 #     would fail it with a timeout;
-#  3. a forced timeout (peer_give_up: one rank held past the other's timeout),
+#  3. virtual nodes of 2 over 4 ranks (the hierarchical path): coll_check and
+#     a sweep of large messages;
+#  4. a forced timeout (peer_give_up: one rank held past the other's timeout),
 #     after which the next job on the GPU must still run: a process killed
 #     with a kernel still spinning takes the MPS server down.
 # Exits 77 where there is no GPU or no MPS control program, or where the
@@ -72,6 +74,24 @@ for np in $ranks; do
     fail "sweep at $np ranks"
   fi
 done
+
+# Virtual nodes of 2 over 4 ranks on the GPU: two node-local teams run their
+# kernels at once, so their grids must fit the GPU together (gpu_ranks).
+if run vn_np4 "${mpi[@]}" -n 4 --mca coll_gpu_virtual_node_size 2 --mca coll_gpu_hier_min_bytes 1 \
+    --mca coll_gpu_verbose 10 --mca coll_gpu_timeout_ms 5000 "$coll_check" --mem device --one-gpu; then
+  grep -h "coll_check (" "$dir/vn_np4.log"
+  grep -q "hierarchical:" "$dir/vn_np4.log" || fail "virtual nodes: no hierarchical path"
+  grep -q "up to 4 ranks on one GPU" "$dir/vn_np4.log" || fail "virtual nodes: grids not cut for 4 ranks"
+else
+  cat "$dir/vn_np4.tail"
+  fail "coll_check over virtual nodes"
+fi
+if ! run vn_sweep_np4 "${mpi[@]}" -n 4 --mca coll_gpu_virtual_node_size 2 --mca coll_gpu_hier_min_bytes 1 \
+    --mca coll_gpu_timeout_ms 5000 "$bench" -C allreduce,allgather,bcast -b 1M -e 256M -f 16 -n 3 -w 1 -t 0.05 \
+    --paths mpi; then
+  cat "$dir/vn_sweep_np4.tail"
+  fail "sweep over virtual nodes"
+fi
 
 if run give_up "$give_up"; then
   grep -h "rank\|peer_give_up" "$dir/give_up.log"
