@@ -41,6 +41,9 @@ constexpr Entry kTable[] = {
     {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false},
     {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false},
     {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false},
+    // Zero-copy alltoall is alltoallv's kernel with equal blocks: each byte moves once, not in and out of
+    // scratch (H100, 2 ranks under MPS, 128 MiB: see docs/performance.md).
+    {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, true},
     {"alltoall_ll", GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, Protocol::LL, false, 0, true},
     {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, 1, true},
     // The vector kinds run zero-copy or not at all (the caller stages them).
@@ -56,11 +59,12 @@ constexpr Entry kTable[] = {
 // Auto pushes: on 4 x H200 at 256 MiB, push against pull, allgather 592 vs
 // 676 us, bcast 818 vs 1322 us, allreduce see kWritesMinBytes
 // (docs/performance.md). Reduce_scatter(_block) has only a pull kernel (a
-// reduction reads all inputs), Allgatherv and Alltoallv only a push kernel.
+// reduction reads all inputs), Allgatherv, Alltoall(v) only a push kernel.
 bool direct_push(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
 {
     if (kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK || kind == GPUCOLL_COLL_REDUCE_SCATTER) return false;
-    if (kind == GPUCOLL_COLL_ALLGATHERV || kind == GPUCOLL_COLL_ALLTOALLV) return true;
+    if (kind == GPUCOLL_COLL_ALLGATHERV || kind == GPUCOLL_COLL_ALLTOALLV || kind == GPUCOLL_COLL_ALLTOALL)
+        return true;
     return cfg.direct_style != GPUCOLL_DIRECT_PULL;
 }
 
@@ -188,6 +192,8 @@ Piece vector_piece(const gpucoll_coll_args_t &a, int rank, int p, size_t elt, si
 {
     if (a.kind == GPUCOLL_COLL_ALLGATHERV) // our block, to the same place in everyone's output
         return Piece{0, a.displs[rank] * elt, a.counts[rank] * elt};
+    if (a.kind == GPUCOLL_COLL_ALLTOALL) // block p of our input, to block `rank` of p's output
+        return Piece{p * a.count * elt, rank * a.count * elt, a.count * elt};
     return Piece{a.displs[p] * elt, peer_rdispl * elt, a.counts[p] * elt}; // alltoallv
 }
 

@@ -582,6 +582,7 @@ bool peer_ranges_fit(const gpucoll_team *t, const gpucoll_coll_args_t &a, int r,
     const IpcDesc &s = peer.src_desc, &d = peer.dst_desc;
     switch (a.kind) {
     case GPUCOLL_COLL_ALLGATHERV:
+    case GPUCOLL_COLL_ALLTOALL:
     case GPUCOLL_COLL_ALLTOALLV: { // we store our piece into r's output
         size_t rdispl = a.kind == GPUCOLL_COLL_ALLTOALLV ? peer.vrdispl[t->rank] : 0;
         Piece piece = vector_piece(a, t->rank, r, elt, rdispl);
@@ -627,6 +628,8 @@ bool direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg,
     case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
         return a.sbuf != nullptr && bytes % 16 == 0 && bytes * nranks >= cfg.direct_min_bytes;
     case GPUCOLL_COLL_ALLGATHER: return bytes % 16 == 0 && bytes * nranks >= cfg.direct_min_bytes;
+    // In place, a block would be overwritten before its owner has sent it.
+    case GPUCOLL_COLL_ALLTOALL: return a.sbuf != nullptr && bytes % 16 == 0 && bytes * nranks >= cfg.direct_min_bytes;
     case GPUCOLL_COLL_BCAST: return bytes >= cfg.direct_min_bytes;
     default: return false;
     }

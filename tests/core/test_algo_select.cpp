@@ -157,6 +157,21 @@ int main()
     cfg.thread_multiple = 1;
     CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 2}) == 8);
     cfg.thread_multiple = 0;
+    // Zero-copy alltoall: alltoallv's push kernel with equal blocks, whatever
+    // the style (there is no pull kernel); block p of our input goes to
+    // block `rank` of p's output.
+    {
+        Plan z;
+        auto a2a = args(GPUCOLL_COLL_ALLTOALL, 1u << 20, GPUCOLL_UINT8, GPUCOLL_OP_NONE);
+        CHECK(make_plan(a2a, 0, 4, cfg, true, &z) && z.algo == PeerAlgo::VectorPush && z.strided);
+        gpucoll_config_t pull = cfg;
+        pull.direct_style = GPUCOLL_DIRECT_PULL;
+        CHECK(make_plan(a2a, 0, 4, pull, true, &z) && z.algo == PeerAlgo::VectorPush);
+        CHECK(make_plan(a2a, 0, 4, cfg, false, &z) && z.algo == PeerAlgo::Alltoall);
+        a2a.count = 1000;
+        Piece piece = vector_piece(a2a, 1, 3, 4, 0);
+        CHECK(piece.src_off == 3 * 1000 * 4 && piece.dst_off == 1 * 1000 * 4 && piece.bytes == 1000 * 4);
+    }
     // All ranks on one GPU: a large zero-copy allreduce pulls from 3 ranks
     // on; on 2, or where the ranks have GPUs of their own, it stores.
     {
