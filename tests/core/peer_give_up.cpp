@@ -25,6 +25,7 @@
 #include "team.hpp"
 
 #include "../common/check.h"
+#include "forked_oob.h"
 
 namespace {
 
@@ -33,29 +34,10 @@ constexpr size_t kCount = 1 << 20; // floats: above the LL sizes
 constexpr int kNoGpu = 77;
 
 struct Shared {
-    std::atomic<int> gen[kRanks];
-    char data[2][kRanks][512];
+    ForkedOob oob;
     gpucoll_status_t setup[kRanks], first[kRanks], second[kRanks];
     char why[kRanks][256];
 };
-
-struct Rank {
-    Shared *sh;
-    int rank, round;
-};
-
-int shm_allgather(const void *in, void *out, size_t bytes, void *ctx)
-{
-    Rank *r = static_cast<Rank *>(ctx);
-    if (bytes > sizeof r->sh->data[0][0]) return -1;
-    int k = ++r->round;
-    memcpy(r->sh->data[k & 1][r->rank], in, bytes);
-    r->sh->gen[r->rank].store(k, std::memory_order_release);
-    for (int p = 0; p < kRanks; p++)
-        while (r->sh->gen[p].load(std::memory_order_acquire) < k) usleep(100);
-    for (int p = 0; p < kRanks; p++) memcpy(static_cast<char *>(out) + p * bytes, r->sh->data[k & 1][p], bytes);
-    return 0;
-}
 
 void hold_rank1(int rank, uint64_t seq)
 {
@@ -74,8 +56,8 @@ void hold_rank1(int rank, uint64_t seq)
     gpucoll_core_configure(&cfg);
     gpucoll::team_test_before_launch = hold_rank1;
     if (gpuSetDevice(0) != gpuSuccess) _exit(3);
-    Rank me{sh, rank, 0};
-    gpucoll_team_oob_t oob{rank, kRanks, shm_allgather, &me, nullptr};
+    ForkedRank me{&sh->oob, rank, kRanks, 0};
+    gpucoll_team_oob_t oob{rank, kRanks, forked_allgather, &me, nullptr};
     gpucoll_team_t *team = nullptr;
     if (gpucoll_team_create(&oob, &team) != GPUCOLL_SUCCESS) _exit(4);
     float *buf = nullptr;

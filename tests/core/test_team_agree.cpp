@@ -23,6 +23,7 @@
 #include "team.hpp"
 
 #include "../common/check.h"
+#include "forked_oob.h"
 
 namespace {
 
@@ -31,28 +32,9 @@ constexpr int kMaxCalls = 16;
 // Shared by the forked ranks: the oob allgather (generation-counted, double
 // buffered) and what each rank saw.
 struct Shared {
-    std::atomic<int> gen[8];
-    char data[2][8][512];
+    ForkedOob oob;
     int verdict[8][kMaxCalls]; // 1 all ok, 0 not, -1 error
 };
-
-struct Rank {
-    Shared *sh;
-    int rank, size, round;
-};
-
-int shm_allgather(const void *in, void *out, size_t bytes, void *ctx)
-{
-    Rank *r = static_cast<Rank *>(ctx);
-    if (bytes > sizeof r->sh->data[0][0]) return -1;
-    int k = ++r->round;
-    memcpy(r->sh->data[k & 1][r->rank], in, bytes);
-    r->sh->gen[r->rank].store(k, std::memory_order_release);
-    for (int p = 0; p < r->size; p++)
-        while (r->sh->gen[p].load(std::memory_order_acquire) < k) usleep(100);
-    for (int p = 0; p < r->size; p++) memcpy(static_cast<char *>(out) + p * bytes, r->sh->data[k & 1][p], bytes);
-    return 0;
-}
 
 int g_hold_rank = -1;
 uint64_t g_hold_seq = 0;
@@ -83,8 +65,8 @@ struct Scenario {
     g_hold_seq = (uint64_t)s.hold_seq;
     g_hold_us = s.hold_us;
     gpucoll::team_test_after_post = hold;
-    Rank me{sh, rank, s.size, 0};
-    gpucoll_team_oob_t oob{rank, s.size, shm_allgather, &me, nullptr};
+    ForkedRank me{&sh->oob, rank, s.size, 0};
+    gpucoll_team_oob_t oob{rank, s.size, forked_allgather, &me, nullptr};
     gpucoll_team_t *team = nullptr;
     if (gpucoll_team_create(&oob, &team) != GPUCOLL_SUCCESS) _exit(3);
     if (rank == s.late_rank) usleep(s.late_us);
