@@ -37,8 +37,8 @@ typedef enum gpucoll_direct_style {
 
 typedef struct gpucoll_config {
     int verbose;                     /* 0 silent .. 100 everything */
-    gpucoll_path_t path;
-    gpucoll_allreduce_algo_t allreduce_algorithm;
+    int path;                        /* gpucoll_path_t (int: the MCA parameter's storage) */
+    int allreduce_algorithm;         /* gpucoll_allreduce_algo_t (int: the MCA parameter's storage) */
     size_t oneshot_max_bytes;        /* auto: one-shot allreduce up to this size */
     size_t scratch_bytes;            /* per-rank peer-visible scratch (split in two halves) */
     size_t staging_cache_bytes;      /* pinned host memory kept for the staged path */
@@ -49,7 +49,8 @@ typedef struct gpucoll_config {
     int threads_per_block;           /* made a multiple of 32 in 32..GPUCOLL_MAX_THREADS_PER_BLOCK */
     int timeout_ms;                  /* bound of every wait on another rank */
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
-    gpucoll_direct_style_t direct_style; /* loads or stores for allreduce, allgather and bcast zero-copy */
+    int direct_style;                /* gpucoll_direct_style_t (int: the MCA parameter's storage): loads or
+                                        stores for allreduce, allgather and bcast zero-copy */
     int ipc_cache_entries;           /* peer buffers kept mapped per communicator (LRU) */
     int shared_gpu;                  /* gpucoll_shared_gpu_t: whether ranks on the same GPU form a team */
     int resident_us;                 /* a kernel stays on the GPU this long after a call through scratch
@@ -114,7 +115,8 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64
 #define GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES (1024u * 1024u)
 #define GPUCOLL_DEFAULT_RESIDENT_BLOCKS 32
-/* Not filled in by gpucoll_config_fill_defaults (0 is meaningful): the MCA defaults. */
+/* Not filled in by gpucoll_config_fill_defaults (0 is meaningful): the MCA defaults
+   (mca_coll_gpu/coll_gpu_component.c, gpu_params[]). */
 #define GPUCOLL_DEFAULT_HIER_MIN_BYTES (512u * 1024u)
 /* Measured 2026-11-22 (gpucoll-bench, docs/performance.md "Flag-in-data kernels"): LL beats the
    scratch kernels at every size up to 512 KiB on 2 x H200 (by 3-5 us); on 4 x H200 by 3-6 us up to

@@ -2,6 +2,9 @@
  * between Open MPI versions (kept here and in coll_gpu_module.c only). */
 #include "coll_gpu.h"
 
+#include <stddef.h>
+#include <stdio.h>
+
 #include "opal/mca/base/mca_base_var.h"
 
 static int gpu_register(void);
@@ -24,38 +27,9 @@ mca_coll_gpu_component_t mca_coll_gpu_component = {
         .collm_init_query = mca_coll_gpu_init_query,
         .collm_comm_query = mca_coll_gpu_comm_query,
     },
-    .priority = 80, /* above tuned (30), self (75) and coll/cuda (78) */
-    .verbose = 0,
-    .enable = true,
+    /* priority, verbose, enable, select_without_gpu and staging_pinned_max_bytes: gpu_params[] */
     .output = -1,
 };
-
-/* Storage for parameters the config struct holds in other types. */
-static int param_path = GPUCOLL_PATH_AUTO;
-static int param_allreduce_algorithm = GPUCOLL_ALLREDUCE_AUTO;
-static size_t param_oneshot_max_bytes = GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES;
-static size_t param_scratch_bytes = GPUCOLL_DEFAULT_SCRATCH_BYTES;
-static size_t param_staging_cache_bytes = GPUCOLL_DEFAULT_STAGING_CACHE_BYTES;
-static int param_max_peers = GPUCOLL_DEFAULT_MAX_PEERS;
-static int param_max_blocks = GPUCOLL_DEFAULT_MAX_BLOCKS;
-static int param_threads = GPUCOLL_DEFAULT_THREADS;
-static int param_timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
-static size_t param_direct_min_bytes = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES;
-static int param_direct_style = GPUCOLL_DIRECT_AUTO;
-static int param_ipc_cache_entries = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES;
-static int param_shared_gpu = GPUCOLL_SHARED_GPU_AUTO;
-static size_t param_block_bytes = 0;
-static size_t param_hier_min_bytes = GPUCOLL_DEFAULT_HIER_MIN_BYTES;
-static int param_resident_us = GPUCOLL_DEFAULT_RESIDENT_US;
-static size_t param_resident_max_bytes = GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES;
-static size_t param_ll_max_bytes = GPUCOLL_DEFAULT_LL_MAX_BYTES;
-static int param_resident_blocks = GPUCOLL_DEFAULT_RESIDENT_BLOCKS;
-/* Across nodes (coll_gpu_hier.c, docs/multinode.md). */
-static int param_virtual_node_size = 0;
-static int param_inter_path = GPUCOLL_INTER_AUTO;
-static int param_ucx_device_path = 0; /* gpucoll_ucx_device_path_t: 0 auto, 1 direct, 2 staged */
-static size_t param_ucx_chunk_bytes = 1024u * 1024u; /* GPUCOLL_UCX_DEFAULT_CHUNK_BYTES */
-static int param_ucx_pipeline_depth = 4;             /* GPUCOLL_UCX_DEFAULT_PIPELINE_DEPTH */
 
 static const mca_base_var_enum_value_t path_values[] = {
     {GPUCOLL_PATH_AUTO, "auto"}, {GPUCOLL_PATH_STAGED, "staged"}, {GPUCOLL_PATH_IPC, "ipc"}, {0, NULL}};
@@ -74,138 +48,211 @@ static const mca_base_var_enum_value_t shared_gpu_values[] = {
 static const mca_base_var_enum_value_t ucx_device_path_values[] = {
     {0, "auto"}, {1, "direct"}, {2, "staged"}, {0, NULL}};
 
-static void reg_int(const char *name, const char *help, int level, int *storage)
-{
-    (void)mca_base_component_var_register(&mca_coll_gpu_component.super.collm_version, name, help,
-                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
-                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
-}
-static void reg_size(const char *name, const char *help, int level, size_t *storage)
-{
-    (void)mca_base_component_var_register(&mca_coll_gpu_component.super.collm_version, name, help,
-                                          MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level,
-                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
-}
-static void reg_enum(const char *name, const char *help, const mca_base_var_enum_value_t *values, int *storage)
-{
-    mca_base_var_enum_t *e = NULL;
-    char enum_name[64];
-    snprintf(enum_name, sizeof enum_name, "coll_gpu_%s", name);
-    mca_base_var_enum_create(enum_name, values, &e);
-    (void)mca_base_component_var_register(&mca_coll_gpu_component.super.collm_version, name, help,
-                                          MCA_BASE_VAR_TYPE_INT, e, 0, 0, OPAL_INFO_LVL_5,
-                                          MCA_BASE_VAR_SCOPE_READONLY, storage);
-    OBJ_RELEASE(e);
-}
+/* Every MCA parameter, one row each: name, type, info level, help text, where
+ * the value lives and its default. gpu_register() writes each default into its
+ * destination and registers the destination itself as the MCA storage (Open MPI
+ * takes the storage's initial value as the default and writes the parsed value
+ * there), so gpu_open() has nothing to copy. Rows are registered in this order
+ * (the order ompi_info lists them in). */
+typedef enum gpu_param_type {
+    GPU_PARAM_INT,  /* int */
+    GPU_PARAM_SIZE, /* size_t */
+    GPU_PARAM_BOOL, /* bool */
+    GPU_PARAM_ENUM  /* int, named by .values */
+} gpu_param_type_t;
+
+typedef struct gpu_param {
+    const char *name; /* without the coll_gpu_ prefix */
+    gpu_param_type_t type;
+    const mca_base_var_enum_value_t *values; /* GPU_PARAM_ENUM only */
+    mca_base_var_info_lvl_t level;
+    const char *help;
+    size_t offset; /* of the destination within mca_coll_gpu_component_t */
+    union {
+        int i;    /* GPU_PARAM_INT, GPU_PARAM_ENUM */
+        size_t z; /* GPU_PARAM_SIZE */
+        bool b;   /* GPU_PARAM_BOOL */
+    } def;
+} gpu_param_t;
+
+/* The destination's offset within the component, refusing to compile when the
+ * field's type is not the one the row's MCA type writes. */
+#define GPU_DEST(member, ctype)                                                                      \
+    (offsetof(mca_coll_gpu_component_t, member) +                                                    \
+     0 * sizeof(char[__builtin_types_compatible_p(__typeof__(((mca_coll_gpu_component_t *)0)->member), \
+                                                  ctype) ? 1 : -1]))
+/* A field of the component struct itself, or of the config struct the core reads. */
+#define COMP_INT(f) .type = GPU_PARAM_INT, .offset = GPU_DEST(f, int)
+#define COMP_BOOL(f) .type = GPU_PARAM_BOOL, .offset = GPU_DEST(f, bool)
+#define COMP_SIZE(f) .type = GPU_PARAM_SIZE, .offset = GPU_DEST(f, size_t)
+#define CFG_INT(f) .type = GPU_PARAM_INT, .offset = GPU_DEST(config.f, int)
+#define CFG_SIZE(f) .type = GPU_PARAM_SIZE, .offset = GPU_DEST(config.f, size_t)
+#define CFG_ENUM(f, v) .type = GPU_PARAM_ENUM, .values = (v), .offset = GPU_DEST(config.f, int)
+
+static const gpu_param_t gpu_params[] = {
+    {.name = "priority", COMP_INT(priority), .level = OPAL_INFO_LVL_6, .def.i = 80,
+     .help = "Priority of coll/gpu; above tuned (30), self (75) and cuda (78) by default"},
+    {.name = "verbose", COMP_INT(verbose), .level = OPAL_INFO_LVL_9, .def.i = 0,
+     .help = "Verbosity: 0 silent, 10 selection and why coll/gpu stepped aside, 20 path per call, "
+             "50 everything"},
+    {.name = "enable", COMP_BOOL(enable), .level = OPAL_INFO_LVL_2, .def.b = true,
+     .help = "Enable coll/gpu (false: it never selects itself)"},
+    {.name = "select_without_gpu", COMP_BOOL(select_without_gpu), .level = OPAL_INFO_LVL_9, .def.b = false,
+     .help = "Stay selected on machines with no GPU driver, passing every call "
+             "through (for testing selection and host behaviour without a GPU)"},
+    {.name = "path", CFG_ENUM(path, path_values), .level = OPAL_INFO_LVL_5, .def.i = GPUCOLL_PATH_AUTO,
+     .help = "How device-buffer collectives run: auto (peer-to-peer GPU kernels where every rank of "
+             "the communicator shares a node and has device buffers, else staged), staged (always copy "
+             "through host memory and run the displaced host algorithm), ipc (same as auto). A "
+             "communicator's info key coll_gpu_path=staged forces staged on that communicator."},
+    {.name = "allreduce_algorithm", CFG_ENUM(allreduce_algorithm, allreduce_values), .level = OPAL_INFO_LVL_5,
+     .def.i = GPUCOLL_ALLREDUCE_AUTO,
+     .help = "Allreduce over peer memory: auto (one-shot up to oneshot_max_bytes, "
+             "zero-copy two-shot above where all buffers can be mapped, else two-shot "
+             "through scratch), oneshot, twoshot (through scratch), direct (zero-copy, "
+             "loads or stores as direct_style says), writes (zero-copy by stores only, "
+             "the reduce-scatter through the owners' scratch)"},
+    {.name = "oneshot_max_bytes", CFG_SIZE(oneshot_max_bytes), .level = OPAL_INFO_LVL_5,
+     .def.z = GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES,
+     .help = "Largest allreduce (bytes) that the auto choice runs one-shot"},
+    {.name = "ll_max_bytes", CFG_SIZE(ll_max_bytes), .level = OPAL_INFO_LVL_5, .def.z = GPUCOLL_DEFAULT_LL_MAX_BYTES,
+     .help = "Allreduce, reduce, reduce_scatter_block, allgather, alltoall (not in place) and bcast "
+             "of up to this many bytes per rank (a block for reduce_scatter_block, allgather and "
+             "alltoall) run the flag-in-data "
+             "kernels: each rank stores its data with a flag per 8 bytes straight into its peers' "
+             "scratch, no barrier (the lowest latency; twice the bytes over the links). 0: never. "
+             "At most 512 KiB; the scratch of every communicator grows by 32 x this. A forced "
+             "allreduce_algorithm other than auto takes precedence for allreduce"},
+    {.name = "direct_min_bytes", CFG_SIZE(direct_min_bytes), .level = OPAL_INFO_LVL_5,
+     .def.z = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES,
+     .help = "Smallest message (bytes, all ranks' blocks for allgather/reduce_scatter_block) "
+             "that runs zero-copy: peers read each other's buffers through CUDA IPC instead "
+             "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes"},
+    {.name = "direct_style", CFG_ENUM(direct_style, direct_style_values), .level = OPAL_INFO_LVL_5,
+     .def.i = GPUCOLL_DIRECT_AUTO,
+     .help = "How zero-copy allreduce, allgather and bcast move data between the mapped buffers: "
+             "auto (the one measured faster for the collective and rank count), pull (every "
+             "rank loads what it needs from its peers' buffers), push (the rank that holds or "
+             "reduces a piece stores it into every peer's buffer)"},
+    {.name = "ipc_cache_entries", CFG_INT(ipc_cache_entries), .level = OPAL_INFO_LVL_6,
+     .def.i = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES,
+     .help = "Peer buffers each rank keeps mapped per communicator (least recently used ones "
+             "are unmapped first); bounds the memory held for freed peer buffers"},
+    {.name = "shared_gpu", CFG_ENUM(shared_gpu, shared_gpu_values), .level = OPAL_INFO_LVL_5,
+     .def.i = GPUCOLL_SHARED_GPU_AUTO,
+     .help = "Ranks whose buffers are on the same GPU: auto (run the peer-to-peer kernels together "
+             "where MPS runs, whose clients' kernels share the GPU at once; stage without MPS, where "
+             "the GPU takes turns between processes and each wait on a peer costs a time slice), "
+             "on (peer kernels with or without MPS: correct, slow without it; how tests run the "
+             "peer path on one GPU), off (always staged). 1/0 and true/false mean on/off"},
+    {.name = "scratch_bytes", CFG_SIZE(scratch_bytes), .level = OPAL_INFO_LVL_5,
+     .def.z = GPUCOLL_DEFAULT_SCRATCH_BYTES,
+     .help = "Bytes of peer-visible GPU scratch per rank and communicator (larger messages are "
+             "pipelined through it)"},
+    {.name = "staging_cache_bytes", CFG_SIZE(staging_cache_bytes), .level = OPAL_INFO_LVL_6,
+     .def.z = GPUCOLL_DEFAULT_STAGING_CACHE_BYTES,
+     .help = "Pinned host memory kept cached for the staged path"},
+    {.name = "staging_pinned_max_bytes", COMP_SIZE(staging_pinned_max_bytes), .level = OPAL_INFO_LVL_7,
+     .def.z = 0,
+     .help = "Largest host copy of the staged path that is page-locked (pinned); "
+             "larger ones, and any whose pinning fails, use pageable memory "
+             "(slower copies, same results). 0: no limit"},
+    {.name = "max_peers", CFG_INT(max_peers), .level = OPAL_INFO_LVL_6, .def.i = GPUCOLL_DEFAULT_MAX_PEERS,
+     .help = "Largest node-local communicator the peer-to-peer path serves"},
+    {.name = "max_blocks", CFG_INT(max_blocks), .level = OPAL_INFO_LVL_7, .def.i = GPUCOLL_DEFAULT_MAX_BLOCKS,
+     .help = "Most thread blocks a peer-to-peer kernel launches"},
+    {.name = "block_bytes", CFG_SIZE(block_bytes), .level = OPAL_INFO_LVL_7, .def.z = 0,
+     .help = "Bytes of the message each thread block of a peer-to-peer kernel handles, before "
+             "max_blocks caps the grid (0: each algorithm's own choice)"},
+    {.name = "threads_per_block", CFG_INT(threads_per_block), .level = OPAL_INFO_LVL_7,
+     .def.i = GPUCOLL_DEFAULT_THREADS,
+     .help = "Threads per block of the peer-to-peer kernels (a multiple of 32 from 32 to "
+             "512, the most the kernels are compiled for; other values are brought into it)"},
+    {.name = "resident_us", CFG_INT(resident_us), .level = OPAL_INFO_LVL_5, .def.i = GPUCOLL_DEFAULT_RESIDENT_US,
+     .help = "Microseconds a peer-to-peer kernel stays on the GPU after a call of up to "
+             "resident_max_bytes, serving the next such calls (same datatype and op) without a "
+             "launch. It holds resident_blocks SMs meanwhile and a cudaDeviceSynchronize of the "
+             "application waits for it to leave; 0 (default): launch a kernel for every call"},
+    {.name = "resident_max_bytes", CFG_SIZE(resident_max_bytes), .level = OPAL_INFO_LVL_6,
+     .def.z = GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES,
+     .help = "Largest call (bytes each rank moves) that resident kernels serve; larger calls "
+             "launch their own kernel"},
+    {.name = "resident_blocks", CFG_INT(resident_blocks), .level = OPAL_INFO_LVL_7,
+     .def.i = GPUCOLL_DEFAULT_RESIDENT_BLOCKS,
+     .help = "Thread blocks of resident kernels, and of every call up to resident_max_bytes "
+             "(the same for all sizes, so that one kernel serves them; equal on all ranks)"},
+    {.name = "timeout_ms", CFG_INT(timeout_ms), .level = OPAL_INFO_LVL_5, .def.i = GPUCOLL_DEFAULT_TIMEOUT_MS,
+     .help = "Longest wait (ms) for another rank before a collective fails with an error"},
+    /* Across nodes (coll_gpu_hier.c, docs/multinode.md). */
+    {.name = "inter_path", CFG_ENUM(inter_path, inter_path_values), .level = OPAL_INFO_LVL_5,
+     .def.i = GPUCOLL_INTER_AUTO,
+     .help = "Device-buffer collectives on communicators that span nodes: auto (hierarchical where "
+             "every node has the same number of ranks: node-local peer-to-peer kernels plus UCX "
+             "between nodes, one UCX group per local rank index; else staged), hier (like auto, and "
+             "say why at verbose 0 when it cannot be set up), staged (always copy through host "
+             "memory). Allreduce, bcast, allgather, reduce_scatter_block and reduce take it."},
+    {.name = "virtual_node_size", CFG_INT(virtual_node_size), .level = OPAL_INFO_LVL_5, .def.i = 0,
+     .help = "Split every host into virtual nodes of this many consecutive ranks (0: off), so "
+             "that one machine runs the inter-node (hierarchical, UCX) path, e.g. 2 on a "
+             "4-GPU host gives 2 nodes x 2 GPUs. Every host's rank count must be a multiple."},
+    {.name = "ucx_device_path", CFG_ENUM(ucx_device_path, ucx_device_path_values), .level = OPAL_INFO_LVL_5,
+     .def.i = 0, /* gpucoll_ucx_device_path_t: 0 auto, 1 direct, 2 staged */
+     .help = "How the inter-node UCX transport moves device buffers: auto (GPUDirect if UCX "
+             "supports GPU memory, else staged), direct (require GPUDirect; the hierarchical "
+             "path is off if UCX cannot), staged (through pinned host bounce buffers). The "
+             "choice is printed at coll_gpu_verbose >= 10."},
+    {.name = "ucx_chunk_bytes", CFG_SIZE(ucx_chunk_bytes), .level = OPAL_INFO_LVL_6,
+     .def.z = 1024u * 1024u, /* GPUCOLL_UCX_DEFAULT_CHUNK_BYTES (ucx_transport/gpucoll_ucx.h) */
+     .help = "Pipelining unit of the inter-node UCX transport (bytes; multiple of 8, at least "
+             "64; equal on all ranks): wire chunks, reduction segments, bounce buffers"},
+    {.name = "hier_min_bytes", CFG_SIZE(hier_min_bytes), .level = OPAL_INFO_LVL_5,
+     .def.z = GPUCOLL_DEFAULT_HIER_MIN_BYTES,
+     .help = "Smallest message (count x datatype size; a rank's block for allgather and "
+             "reduce_scatter_block) that takes the hierarchical path; smaller device-buffer "
+             "calls are staged, which has the lower latency for them (0: every size)"},
+    {.name = "ucx_pipeline_depth", CFG_INT(ucx_pipeline_depth), .level = OPAL_INFO_LVL_6,
+     .def.i = 4, /* GPUCOLL_UCX_DEFAULT_PIPELINE_DEPTH (ucx_transport/gpucoll_ucx.h) */
+     .help = "Chunks in flight per inter-node UCX message (at least 2)"},
+};
+
+#undef COMP_INT
+#undef COMP_BOOL
+#undef COMP_SIZE
+#undef CFG_INT
+#undef CFG_SIZE
+#undef CFG_ENUM
+#undef GPU_DEST
 
 static int gpu_register(void)
 {
     mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-    reg_int("priority", "Priority of coll/gpu; above tuned (30), self (75) and cuda (78) by default",
-            OPAL_INFO_LVL_6, &c->priority);
-    reg_int("verbose", "Verbosity: 0 silent, 10 selection and why coll/gpu stepped aside, 20 path per call, "
-                       "50 everything", OPAL_INFO_LVL_9, &c->verbose);
-    (void)mca_base_component_var_register(&c->super.collm_version, "enable",
-                                          "Enable coll/gpu (false: it never selects itself)",
-                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &c->enable);
-    (void)mca_base_component_var_register(&c->super.collm_version, "select_without_gpu",
-                                          "Stay selected on machines with no GPU driver, passing every call "
-                                          "through (for testing selection and host behaviour without a GPU)",
-                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &c->select_without_gpu);
-    reg_enum("path", "How device-buffer collectives run: auto (peer-to-peer GPU kernels where every rank of "
-                     "the communicator shares a node and has device buffers, else staged), staged (always copy "
-                     "through host memory and run the displaced host algorithm), ipc (same as auto). A "
-                     "communicator's info key coll_gpu_path=staged forces staged on that communicator.",
-             path_values, &param_path);
-    reg_enum("allreduce_algorithm", "Allreduce over peer memory: auto (one-shot up to oneshot_max_bytes, "
-                                    "zero-copy two-shot above where all buffers can be mapped, else two-shot "
-                                    "through scratch), oneshot, twoshot (through scratch), direct (zero-copy, "
-                                    "loads or stores as direct_style says), writes (zero-copy by stores only, "
-                                    "the reduce-scatter through the owners' scratch)",
-             allreduce_values, &param_allreduce_algorithm);
-    reg_size("oneshot_max_bytes", "Largest allreduce (bytes) that the auto choice runs one-shot",
-             OPAL_INFO_LVL_5, &param_oneshot_max_bytes);
-    reg_size("ll_max_bytes", "Allreduce, reduce, reduce_scatter_block, allgather, alltoall (not in place) and bcast "
-                             "of up to this many bytes per rank (a block for reduce_scatter_block, allgather and "
-                             "alltoall) run the flag-in-data "
-                             "kernels: each rank stores its data with a flag per 8 bytes straight into its peers' "
-                             "scratch, no barrier (the lowest latency; twice the bytes over the links). 0: never. "
-                             "At most 512 KiB; the scratch of every communicator grows by 32 x this. A forced "
-                             "allreduce_algorithm other than auto takes precedence for allreduce",
-             OPAL_INFO_LVL_5, &param_ll_max_bytes);
-    reg_size("direct_min_bytes", "Smallest message (bytes, all ranks' blocks for allgather/reduce_scatter_block) "
-                                 "that runs zero-copy: peers read each other's buffers through CUDA IPC instead "
-                                 "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes",
-             OPAL_INFO_LVL_5, &param_direct_min_bytes);
-    reg_enum("direct_style", "How zero-copy allreduce, allgather and bcast move data between the mapped buffers: "
-                             "auto (the one measured faster for the collective and rank count), pull (every "
-                             "rank loads what it needs from its peers' buffers), push (the rank that holds or "
-                             "reduces a piece stores it into every peer's buffer)",
-             direct_style_values, &param_direct_style);
-    reg_int("ipc_cache_entries", "Peer buffers each rank keeps mapped per communicator (least recently used ones "
-                                 "are unmapped first); bounds the memory held for freed peer buffers",
-            OPAL_INFO_LVL_6, &param_ipc_cache_entries);
-    reg_enum("shared_gpu", "Ranks whose buffers are on the same GPU: auto (run the peer-to-peer kernels together "
-                           "where MPS runs, whose clients' kernels share the GPU at once; stage without MPS, where "
-                           "the GPU takes turns between processes and each wait on a peer costs a time slice), "
-                           "on (peer kernels with or without MPS: correct, slow without it; how tests run the "
-                           "peer path on one GPU), off (always staged). 1/0 and true/false mean on/off",
-             shared_gpu_values, &param_shared_gpu);
-    reg_size("scratch_bytes", "Bytes of peer-visible GPU scratch per rank and communicator (larger messages are "
-                              "pipelined through it)", OPAL_INFO_LVL_5, &param_scratch_bytes);
-    reg_size("staging_cache_bytes", "Pinned host memory kept cached for the staged path", OPAL_INFO_LVL_6,
-             &param_staging_cache_bytes);
-    reg_size("staging_pinned_max_bytes", "Largest host copy of the staged path that is page-locked (pinned); "
-                                         "larger ones, and any whose pinning fails, use pageable memory "
-                                         "(slower copies, same results). 0: no limit",
-             OPAL_INFO_LVL_7, &c->staging_pinned_max_bytes);
-    reg_int("max_peers", "Largest node-local communicator the peer-to-peer path serves", OPAL_INFO_LVL_6,
-            &param_max_peers);
-    reg_int("max_blocks", "Most thread blocks a peer-to-peer kernel launches", OPAL_INFO_LVL_7, &param_max_blocks);
-    reg_size("block_bytes", "Bytes of the message each thread block of a peer-to-peer kernel handles, before "
-                            "max_blocks caps the grid (0: each algorithm's own choice)",
-             OPAL_INFO_LVL_7, &param_block_bytes);
-    reg_int("threads_per_block", "Threads per block of the peer-to-peer kernels (a multiple of 32 from 32 to "
-                                 "512, the most the kernels are compiled for; other values are brought into it)", OPAL_INFO_LVL_7,
-            &param_threads);
-    reg_int("resident_us", "Microseconds a peer-to-peer kernel stays on the GPU after a call of up to "
-                           "resident_max_bytes, serving the next such calls (same datatype and op) without a "
-                           "launch. It holds resident_blocks SMs meanwhile and a cudaDeviceSynchronize of the "
-                           "application waits for it to leave; 0 (default): launch a kernel for every call",
-            OPAL_INFO_LVL_5, &param_resident_us);
-    reg_size("resident_max_bytes", "Largest call (bytes each rank moves) that resident kernels serve; larger calls "
-                                   "launch their own kernel", OPAL_INFO_LVL_6, &param_resident_max_bytes);
-    reg_int("resident_blocks", "Thread blocks of resident kernels, and of every call up to resident_max_bytes "
-                               "(the same for all sizes, so that one kernel serves them; equal on all ranks)",
-            OPAL_INFO_LVL_7, &param_resident_blocks);
-    reg_int("timeout_ms", "Longest wait (ms) for another rank before a collective fails with an error",
-            OPAL_INFO_LVL_5, &param_timeout_ms);
-    reg_enum("inter_path", "Device-buffer collectives on communicators that span nodes: auto (hierarchical where "
-                           "every node has the same number of ranks: node-local peer-to-peer kernels plus UCX "
-                           "between nodes, one UCX group per local rank index; else staged), hier (like auto, and "
-                           "say why at verbose 0 when it cannot be set up), staged (always copy through host "
-                           "memory). Allreduce, bcast, allgather, reduce_scatter_block and reduce take it.",
-             inter_path_values, &param_inter_path);
-    reg_int("virtual_node_size", "Split every host into virtual nodes of this many consecutive ranks (0: off), so "
-                                 "that one machine runs the inter-node (hierarchical, UCX) path, e.g. 2 on a "
-                                 "4-GPU host gives 2 nodes x 2 GPUs. Every host's rank count must be a multiple.",
-            OPAL_INFO_LVL_5, &param_virtual_node_size);
-    reg_enum("ucx_device_path", "How the inter-node UCX transport moves device buffers: auto (GPUDirect if UCX "
-                                "supports GPU memory, else staged), direct (require GPUDirect; the hierarchical "
-                                "path is off if UCX cannot), staged (through pinned host bounce buffers). The "
-                                "choice is printed at coll_gpu_verbose >= 10.",
-             ucx_device_path_values, &param_ucx_device_path);
-    reg_size("ucx_chunk_bytes", "Pipelining unit of the inter-node UCX transport (bytes; multiple of 8, at least "
-                                "64; equal on all ranks): wire chunks, reduction segments, bounce buffers",
-             OPAL_INFO_LVL_6, &param_ucx_chunk_bytes);
-    reg_size("hier_min_bytes", "Smallest message (count x datatype size; a rank's block for allgather and "
-                               "reduce_scatter_block) that takes the hierarchical path; smaller device-buffer "
-                               "calls are staged, which has the lower latency for them (0: every size)",
-             OPAL_INFO_LVL_5, &param_hier_min_bytes);
-    reg_int("ucx_pipeline_depth", "Chunks in flight per inter-node UCX message (at least 2)", OPAL_INFO_LVL_6,
-            &param_ucx_pipeline_depth);
+    for (size_t k = 0; k < sizeof gpu_params / sizeof gpu_params[0]; ++k) {
+        const gpu_param_t *p = &gpu_params[k];
+        void *storage = (char *)c + p->offset;
+        mca_base_var_type_t type = MCA_BASE_VAR_TYPE_INT;
+        mca_base_var_enum_t *e = NULL;
+        switch (p->type) {
+        case GPU_PARAM_INT: *(int *)storage = p->def.i; break;
+        case GPU_PARAM_SIZE:
+            *(size_t *)storage = p->def.z;
+            type = MCA_BASE_VAR_TYPE_SIZE_T;
+            break;
+        case GPU_PARAM_BOOL:
+            *(bool *)storage = p->def.b;
+            type = MCA_BASE_VAR_TYPE_BOOL;
+            break;
+        case GPU_PARAM_ENUM: {
+            char enum_name[64];
+            *(int *)storage = p->def.i;
+            snprintf(enum_name, sizeof enum_name, "coll_gpu_%s", p->name);
+            mca_base_var_enum_create(enum_name, p->values, &e);
+            break;
+        }
+        }
+        (void)mca_base_component_var_register(&c->super.collm_version, p->name, p->help, type, e, 0, 0,
+                                              p->level, MCA_BASE_VAR_SCOPE_READONLY, storage);
+        if (e) OBJ_RELEASE(e);
+    }
     return OMPI_SUCCESS;
 }
 
@@ -215,32 +262,10 @@ static int gpu_open(void)
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);
 
+    /* The parameters are already in place (gpu_params[] registered their fields). */
     gpucoll_config_t *cfg = &c->config;
     cfg->verbose = c->verbose;
-    cfg->path = (gpucoll_path_t)param_path;
-    cfg->allreduce_algorithm = (gpucoll_allreduce_algo_t)param_allreduce_algorithm;
-    cfg->oneshot_max_bytes = param_oneshot_max_bytes;
-    cfg->scratch_bytes = param_scratch_bytes;
-    cfg->staging_cache_bytes = param_staging_cache_bytes;
-    cfg->max_peers = param_max_peers;
-    cfg->max_blocks = param_max_blocks;
-    cfg->threads_per_block = param_threads;
-    cfg->timeout_ms = param_timeout_ms;
-    cfg->direct_min_bytes = param_direct_min_bytes;
-    cfg->direct_style = (gpucoll_direct_style_t)param_direct_style;
-    cfg->ipc_cache_entries = param_ipc_cache_entries;
-    cfg->shared_gpu = param_shared_gpu;
-    cfg->block_bytes = param_block_bytes;
-    cfg->hier_min_bytes = param_hier_min_bytes;
-    cfg->resident_us = param_resident_us;
-    cfg->resident_max_bytes = param_resident_max_bytes;
-    cfg->resident_blocks = param_resident_blocks;
-    cfg->ll_max_bytes = param_ll_max_bytes;
-    cfg->virtual_node_size = param_virtual_node_size > 0 ? param_virtual_node_size : 0;
-    cfg->inter_path = param_inter_path;
-    cfg->ucx_device_path = param_ucx_device_path;
-    cfg->ucx_chunk_bytes = param_ucx_chunk_bytes;
-    cfg->ucx_pipeline_depth = param_ucx_pipeline_depth;
+    if (cfg->virtual_node_size < 0) cfg->virtual_node_size = 0;
     gpucoll_core_configure(cfg);
     *cfg = *gpucoll_core_config();
     return OMPI_SUCCESS;
