@@ -77,7 +77,7 @@ typedef struct gpucoll_config {
                                         team streams do not block the legacy default stream (the
                                         collectives of two threads would wait on each other through it)
                                         and are ordered after it by an event; grids are capped
-                                        (kThreadMultipleBlocks) */
+                                        (co_resident_blocks in core/algo_select.hpp) */
 } gpucoll_config_t;
 
 /* Ranks whose buffers are on the same GPU. Their peer kernels wait on each other, so they must be on

@@ -48,9 +48,6 @@ bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_con
 // Collectives of one rank that may run at once under MPI_THREAD_MULTIPLE
 // (one per thread; tests/mpi/thread_check.c runs 4).
 constexpr int kCallsAtOnce = 8;
-// Most blocks of a kernel under MPI_THREAD_MULTIPLE where the SMs are not
-// known (taken as kMaxBlocks).
-constexpr int kThreadMultipleBlocks = kMaxBlocks / kCallsAtOnce;
 
 // Most blocks of a kernel such that every kernel that may wait on another
 // at the same time is on the GPU at once: a block that waits holds its SM,

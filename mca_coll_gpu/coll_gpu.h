@@ -142,6 +142,10 @@ typedef struct coll_gpu_pending {
     struct coll_gpu_pending *next;
 } coll_gpu_pending_t;
 void coll_gpu_pending_add(coll_gpu_pending_t *w);
+/* Our requests have two owners, the application's handle and the work in
+ * flight, counted in *owners: each drops its own, and the last one
+ * finalises and frees the request. */
+void coll_gpu_request_disown(ompi_request_t *request, int32_t *owners);
 /* req_cancel of our requests: collectives cannot be cancelled. */
 int coll_gpu_request_cancel(ompi_request_t *request, int complete);
 /* Runs the completions that are due now; returns how many ran. */

@@ -38,18 +38,11 @@ typedef struct coll_gpu_persist_t {
 
 static OBJ_CLASS_INSTANCE(coll_gpu_persist_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
-static void persist_disown(coll_gpu_persist_t *p)
-{
-    if (__atomic_sub_fetch(&p->owners, 1, __ATOMIC_ACQ_REL) != 0) return;
-    OMPI_REQUEST_FINI(&p->super.super);
-    OBJ_RELEASE(p);
-}
-
 static int persist_free(ompi_request_t **rp)
 {
     coll_gpu_persist_t *p = (coll_gpu_persist_t *)*rp;
     *rp = MPI_REQUEST_NULL;
-    persist_disown(p); /* a start in flight keeps it until it completes */
+    coll_gpu_request_disown(&p->super.super, &p->owners); /* a start in flight keeps it until it completes */
     return OMPI_SUCCESS;
 }
 
@@ -61,7 +54,7 @@ static void persist_complete(coll_gpu_pending_t *w)
     w->inner = NULL;
     p->super.super.req_status.MPI_ERROR = rc;
     ompi_request_complete(&p->super.super, true);
-    persist_disown(p);
+    coll_gpu_request_disown(&p->super.super, &p->owners);
 }
 
 /* The nonblocking collective for one start of `p`. */

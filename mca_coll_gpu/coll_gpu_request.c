@@ -74,18 +74,18 @@ void coll_gpu_pending_add(coll_gpu_pending_t *w)
 
 int coll_gpu_pending_progress(void) { return coll_gpu_progress(); }
 
-static void request_disown(coll_gpu_request_t *r)
+void coll_gpu_request_disown(ompi_request_t *request, int32_t *owners)
 {
-    if (__atomic_sub_fetch(&r->owners, 1, __ATOMIC_ACQ_REL) != 0) return;
-    OMPI_REQUEST_FINI(&r->super.super);
-    OBJ_RELEASE(r);
+    if (__atomic_sub_fetch(owners, 1, __ATOMIC_ACQ_REL) != 0) return;
+    OMPI_REQUEST_FINI(request);
+    OBJ_RELEASE(request);
 }
 
 static int request_free(ompi_request_t **rp)
 {
     coll_gpu_request_t *r = (coll_gpu_request_t *)*rp;
     *rp = MPI_REQUEST_NULL;
-    request_disown(r); /* before completion: the progress callback frees it */
+    coll_gpu_request_disown(&r->super.super, &r->owners); /* before completion: the progress callback frees it */
     return OMPI_SUCCESS;
 }
 
@@ -105,7 +105,7 @@ static void request_complete(coll_gpu_pending_t *w)
     r->stage = NULL;
     r->super.super.req_status.MPI_ERROR = rc;
     ompi_request_complete(&r->super.super, true);
-    request_disown(r);
+    coll_gpu_request_disown(&r->super.super, &r->owners);
 }
 
 int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_communicator_t *comm)
