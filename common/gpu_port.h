@@ -58,6 +58,7 @@ typedef hipFuncAttributes gpuFuncAttributes;
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuStreamQuery hipStreamQuery
+#define gpuEventQuery hipEventQuery
 #define gpuErrorNotReady hipErrorNotReady
 #define gpuEventCreateWithFlags hipEventCreateWithFlags
 #define gpuEventDisableTiming hipEventDisableTiming
@@ -134,6 +135,7 @@ typedef cudaFuncAttributes gpuFuncAttributes;
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuStreamQuery cudaStreamQuery
+#define gpuEventQuery cudaEventQuery
 #define gpuErrorNotReady cudaErrorNotReady
 #define gpuEventCreateWithFlags cudaEventCreateWithFlags
 #define gpuEventDisableTiming cudaEventDisableTiming

@@ -12,6 +12,11 @@ struct Entry {
     bool reduces;
     int areas_per_rank; // chunk-sized areas per rank: 0 = one in all, 1 = one per rank
     bool strided;
+    // Some rank ends without waiting for the others (bcast's root, reduce's
+    // senders): sound only when the host agreement of every blocking call
+    // keeps ranks from running ahead, so queued calls never take it
+    // (kernels/ll_lines.cuh).
+    bool one_way = false;
 };
 
 constexpr auto kNoKind = (gpucoll_coll_kind_t)-1;
@@ -25,7 +30,7 @@ constexpr Entry kTable[] = {
     {"allreduce_writes", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, Protocol::ZeroCopyPush, true, 0, false},
     {"allreduce_direct", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, Protocol::ZeroCopyPull, true, 0, false},
     {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, 0, false},
-    {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false},
+    {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false, true},
     {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false},
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull,
      true, 0, true},
@@ -39,7 +44,7 @@ constexpr Entry kTable[] = {
     {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true},
     {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false},
     {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false},
-    {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false},
+    {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false, true},
     {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false},
     // Zero-copy alltoall is alltoallv's kernel with equal blocks: each byte moves once, not in and out of
     // scratch (H100, 2 ranks under MPS, 128 MiB: see docs/performance.md).
@@ -107,7 +112,7 @@ PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, b
 } // namespace
 
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
-               Plan *plan, const GpuShare &share)
+               Plan *plan, const GpuShare &share, bool queued)
 {
     (void)rank;
     if (nranks < 1 || nranks > kMaxPeers || a.count == 0) return false;
@@ -128,6 +133,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
             (is_direct(e.algo) != direct || (direct && (e.protocol == Protocol::ZeroCopyPush) != push) ||
              (is_ll(e.algo) && !ll)))
             continue;
+        if (queued && (e.one_way || is_direct(e.algo))) continue;
         if (e.reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
         if (!e.reduces && a.op != GPUCOLL_OP_NONE) return false;
         plan->algo = e.algo;

@@ -30,9 +30,11 @@ struct GpuShare {
 // `direct`: every rank's buffers are mapped by the others, so the zero-copy
 // algorithms may serve (the caller decides when that holds). `share`: a
 // team whose ranks all share one GPU moves data through one HBM, which
-// favours other zero-copy kernels than links do.
+// favours other zero-copy kernels than links do. `queued`: the call runs
+// without a host agreement (nonblocking, persistent), so only algorithms in
+// which every rank waits for every other serve (no zero-copy, no one-way LL).
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
-               Plan *plan, const GpuShare &share = GpuShare{});
+               Plan *plan, const GpuShare &share = GpuShare{}, bool queued = false);
 inline bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan)
 {
     return make_plan(a, rank, nranks, cfg, false, plan);

@@ -26,6 +26,7 @@ std::atomic<int> g_in_flight{0};
 } // namespace
 
 int gpucoll::kernels_in_flight() { return g_in_flight.load(std::memory_order_acquire); }
+void gpucoll::kernels_queued(int delta) { g_in_flight.fetch_add(delta, std::memory_order_acq_rel); }
 gpucoll::KernelInFlight::KernelInFlight() { g_in_flight.fetch_add(1, std::memory_order_acq_rel); }
 gpucoll::KernelInFlight::~KernelInFlight() { g_in_flight.fetch_sub(1, std::memory_order_acq_rel); }
 

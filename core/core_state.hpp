@@ -22,6 +22,9 @@ gpucoll_status_t load_kernels_once(int device);
 // memory) must not run while one is: with several threads, that kernel may
 // wait for a peer rank whose own thread waits for us (tests/mpi/thread_check.c).
 int kernels_in_flight();
+// Queued kernels (core/team_queued.cpp) count from launch to the test that
+// sees them done.
+void kernels_queued(int delta);
 class KernelInFlight {
 public:
     KernelInFlight();

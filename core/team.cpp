@@ -1,5 +1,7 @@
-// Node-local teams: the host-side agreement in shared memory, the GPU scratch
-// every rank maps from every other, and the choice and launch of a kernel.
+// Node-local teams: the control block in shared memory, the host-side
+// agreement of a blocking call, and its kernel's choice and launch. The GPU
+// side is in core/team_gpu.cpp, calls queued without agreement (nonblocking,
+// persistent) in core/team_queued.cpp.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -27,52 +29,11 @@
 #include "peer_args.h"
 #include "resident.hpp"
 #include "team.hpp"
+#include "team_state.hpp"
 
 using namespace gpucoll;
 
 namespace {
-
-// One rank's slot in the shared control block. A post packs the sequence
-// number of one of the rank's collectives, whether it can take the peer path
-// and whether its buffers can be mapped by the peers (zero-copy): one atomic
-// word, so a reader never sees half an update. Posts and keys alternate
-// between two slots by the parity of the call: a rank that took the peer
-// path for call n may finish it and post n+1 before a slower peer has read
-// its post of n (the root of an LL bcast, the senders of an LL reduce wait
-// for nobody). Before it posts n+2 over its post of n it waits until every
-// peer has `consumed` n, which they are about to do: they all posted n. A
-// post of n that did not lead to the peer path may be overwritten unread:
-// a reader that finds a later call there concludes "cannot", as it would
-// have from the post itself (the rank could not, or staged with the rest).
-// The key is written before the post that publishes it (release/acquire).
-// The buffer descriptors are read only by zero-copy calls, whose kernels
-// need every peer, so one copy serves.
-struct alignas(128) ShmRank {
-    std::atomic<uint64_t> post[2]; // by seq & 1
-    std::atomic<uint64_t> mapped;  // seq << 1 | whether this rank mapped every peer's buffers
-    std::atomic<uint64_t> settled; // seq of the latest call this rank finished reading the keys of
-    std::atomic<uint64_t> consumed; // seq of the latest call this rank is done with in agree()
-    CallKey key[2];                // by seq & 1
-    long pid;
-    IpcDesc src_desc, dst_desc;
-    std::atomic<uint32_t> gpu_state; // 0 not yet, 1 ready, 2 failed
-    int device;
-    int mps;     // its contexts go through an MPS server
-    int sms;     // the SMs this rank's kernels may use (MPS may limit them)
-    char bus_id[32];
-    gpuIpcMemHandle_t handle;
-    std::atomic<uint32_t> departed;   // at team destruction
-    // Alltoallv, published with the post: where rank p's piece lands in this
-    // rank's output (its rdispls, elements), and how many bytes this rank
-    // sends and receives (the grid).
-    uint64_t vrdispl[kMaxPeers];
-    uint64_t vtotal_bytes;
-};
-static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
-
-struct ShmBlock {
-    ShmRank ranks[kMaxPeers];
-};
 
 uint64_t pack_post(uint64_t seq, bool ok, bool direct)
 {
@@ -85,225 +46,6 @@ bool post_direct(uint64_t p) { return (p >> 14) & 1; }
 bool is_vector_kind(gpucoll_coll_kind_t k)
 {
     return k == GPUCOLL_COLL_ALLGATHERV || k == GPUCOLL_COLL_REDUCE_SCATTER || k == GPUCOLL_COLL_ALLTOALLV;
-}
-
-using Clock = std::chrono::steady_clock;
-
-// Spins until `ready()` or the configured timeout. Now and then it drives
-// MPI's progress (`progress`, if any: gpucoll_team_oob_t says why) and
-// yields, since ranks and threads may share cores.
-template <class F> bool wait_until(void (*progress)(void), F ready)
-{
-    auto deadline = Clock::now() + std::chrono::milliseconds(config().timeout_ms);
-    for (unsigned spin = 0;; spin++) {
-        if (ready()) return true;
-        if ((spin & 1023) == 1023) {
-            if (Clock::now() > deadline) return false;
-            if (progress) progress();
-            sched_yield();
-        }
-    }
-}
-
-} // namespace
-
-struct gpucoll_team {
-    int rank = 0, size = 0;
-    ShmBlock *shm = nullptr;
-    void (*progress)(void) = nullptr; // gpucoll_team_oob_t.progress
-    uint64_t seq = 0;        // collectives posted so far
-    uint64_t peer_path_seq[2] = {}; // by seq & 1: the latest such call that agree() sent down the peer path
-    PeerAlgo last_algo{};             // of the latest call that ran (ran_any: there was one)
-    bool ran_any = false;
-    uint64_t epoch = 1;      // next barrier epoch of the GPU flags
-    uint32_t ll_flag = 0;    // flag of the latest LL call (kernels/ll_lines.cuh); never 0 in a call
-    size_t ll_slot_bytes = 0;// 0: no LL area
-    enum { GpuNone, GpuReady, GpuFailed } gpu = GpuNone;
-    int device = -1;
-    char *scratch[kMaxPeers] = {};
-    size_t half_bytes = 0;
-    gpuStream_t stream = nullptr;
-    gpuEvent_t after_default = nullptr; // thread_multiple: orders `stream` after the legacy default stream
-    int *error = nullptr; // host-mapped flag the kernels raise on timeout
-    IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
-    ResidentKernel resident; // serves small calls without a launch each (if ready())
-    GpuShare share;          // what the grids must fit (gpu_share_of), once the GPU is set up
-    bool told_threads = false; // verbose: said once that a kernel took fewer threads than asked
-    int gpu_ranks = 0;         // gpucoll_team_oob_t.gpu_ranks
-    // Where the time of peer-path calls goes, printed at verbose >= 20 when
-    // the team ends: a few clock reads per call, so always on.
-    struct Timing {
-        uint64_t calls = 0;
-        double verdict = 0, agree = 0, launch = 0, wait = 0; // seconds
-    } timing;
-};
-
-namespace {
-
-// The LL area of this rank's scratch, after the two halves (kernels/ll_lines.cuh).
-char *ll_area(const gpucoll_team *t) { return t->scratch[t->rank] + kDataOffset + 2 * t->half_bytes; }
-
-// This rank's half of GPU setup: scratch, its IPC handle, a stream.
-gpucoll_status_t setup_local(gpucoll_team *t, int device)
-{
-    DeviceGuard g(device);
-    ShmRank &me = t->shm->ranks[t->rank];
-    size_t bytes = config().scratch_bytes;
-    if (bytes < kDataOffset + 2 * 65536) bytes = kDataOffset + 2 * 65536;
-    t->half_bytes = (bytes - kDataOffset) / 2 / 4096 * 4096;
-    // The LL area after the halves, zeroed: no line may carry a flag yet.
-    size_t ll_max = config().ll_max_bytes;
-    t->ll_slot_bytes = ll_max ? ll_slot_bytes_for(ll_max) : 0;
-    size_t ll_bytes = ll_max ? ll_area_bytes(ll_max) : 0;
-    gpucoll_status_t st = load_kernels_once(device);
-    if (st != GPUCOLL_SUCCESS) return st;
-    gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes + ll_bytes);
-    if (e != gpuSuccess) return gpu_error("allocating peer scratch", e);
-    // The flags and the give-up word (kernels/peer_args.h) start at 0.
-    if ((e = gpuMemset(t->scratch[t->rank], 0, kDataOffset)) != gpuSuccess) return gpu_error("clearing flags", e);
-    if (ll_bytes && (e = gpuMemset(ll_area(t), 0, ll_bytes)) != gpuSuccess)
-        return gpu_error("clearing the LL area", e);
-    if ((e = gpuIpcGetMemHandle(&me.handle, t->scratch[t->rank])) != gpuSuccess)
-        return gpu_error("exporting scratch (cudaIpcGetMemHandle)", e);
-    if ((e = gpuDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, device)) != gpuSuccess)
-        return gpu_error("reading PCI bus id", e);
-    if ((e = gpuDeviceGetAttribute(&me.sms, gpuDevAttrMultiProcessorCount, device)) != gpuSuccess)
-        return gpu_error("reading the SM count", e);
-    me.mps = gpu_port_mps_enabled(device);
-    // A blocking stream follows the legacy default stream implicitly, and
-    // the legacy stream waits for it: with several threads, one thread's
-    // staged copy would then wait for another thread's kernel, which waits
-    // for a peer rank whose own threads may be stuck the same way.
-    const bool threads = config().thread_multiple != 0;
-    if ((e = gpuStreamCreateWithFlags(&t->stream, threads ? gpuStreamNonBlocking : gpuStreamDefault)) != gpuSuccess)
-        return gpu_error("creating stream", e);
-    if (threads && (e = gpuEventCreateWithFlags(&t->after_default, gpuEventDisableTiming)) != gpuSuccess)
-        return gpu_error("creating an event", e);
-    if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
-        return gpu_error("allocating error flag", e);
-    *t->error = 0;
-    // Without it every call launches its own kernel, which is as correct.
-    if (config().resident_us > 0) {
-        if (t->resident.init() != GPUCOLL_SUCCESS && config().verbose >= 10)
-            fprintf(stderr, "coll:gpu: rank %d: no resident kernels: %s\n", t->rank, gpucoll_last_error());
-    }
-    // The legacy stream, not the device: another thread's peer kernel may be
-    // running, waiting for a rank that waits for this set-up.
-    if ((e = gpuStreamSynchronize(nullptr)) != gpuSuccess) return gpu_error("setting up scratch", e);
-    me.device = device;
-    me.pid = (long)getpid();
-    t->ipc = &process_ipc_cache();
-    return GPUCOLL_SUCCESS;
-}
-
-bool same_gpu(const ShmRank &a, const ShmRank &b) { return strncmp(a.bus_id, b.bus_id, sizeof a.bus_id) == 0; }
-
-// What every rank's grids must fit (algo_select.hpp): the fewest SMs any
-// rank may use and the most ranks on one GPU, alike on every rank, since
-// block b of one rank pairs with block b of the others.
-GpuShare gpu_share_of(const gpucoll_team *t)
-{
-    GpuShare s{};
-    s.sms = t->shm->ranks[0].sms;
-    s.ranks = t->gpu_ranks > 1 ? t->gpu_ranks : 1;
-    for (int r = 0; r < t->size; r++) {
-        const ShmRank &a = t->shm->ranks[r];
-        if (a.sms < s.sms) s.sms = a.sms;
-        int on_gpu = 0;
-        for (int q = 0; q < t->size; q++) on_gpu += same_gpu(a, t->shm->ranks[q]);
-        if (on_gpu > s.ranks) s.ranks = on_gpu;
-    }
-    return s;
-}
-
-// Maps every peer's scratch. Fails if a peer is not reachable, or if two
-// ranks share a GPU where config.shared_gpu does not let them (see
-// gpucoll_shared_gpu_t): without MPS each wait on the other costs a time
-// slice of the GPU's scheduler.
-gpucoll_status_t setup_peers(gpucoll_team *t)
-{
-    DeviceGuard g(t->device);
-    const ShmRank &me = t->shm->ranks[t->rank];
-    const int mode = config().shared_gpu;
-    for (int r = 0; r < t->size; r++) {
-        if (r == t->rank) continue;
-        ShmRank &peer = t->shm->ranks[r];
-        if (same_gpu(me, peer) && (mode == GPUCOLL_SHARED_GPU_OFF || (mode != GPUCOLL_SHARED_GPU_ON && !(me.mps && peer.mps))))
-            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "ranks %d and %d share GPU %s (%s)", t->rank, r,
-                                peer.bus_id, mode == GPUCOLL_SHARED_GPU_OFF ? "shared_gpu is off"
-                                                                           : "without MPS; shared_gpu=on would run "
-                                                                             "them, a time slice per wait");
-        gpuError_t e = gpuIpcOpenMemHandle((void **)&t->scratch[r], peer.handle, gpuIpcMemLazyEnablePeerAccess);
-        if (e != gpuSuccess) {
-            t->scratch[r] = nullptr;
-            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "mapping rank %d's scratch: %s", r, gpuGetErrorString(e));
-        }
-    }
-    return GPUCOLL_SUCCESS;
-}
-
-// Collective (every rank reaches it at the same call): all set up or none.
-gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
-{
-    ShmRank &me = t->shm->ranks[t->rank];
-    t->device = device;
-    gpucoll_status_t st = setup_local(t, device);
-    me.gpu_state.store(st == GPUCOLL_SUCCESS ? 1 : 2, std::memory_order_release);
-    bool all_ready = true;
-    for (int r = 0; r < t->size; r++) {
-        ShmRank &peer = t->shm->ranks[r];
-        if (!wait_until(t->progress, [&] { return peer.gpu_state.load(std::memory_order_acquire) != 0; }))
-            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not set up its GPU within %d ms", r,
-                                config().timeout_ms);
-        // A fast peer may already be in the second round: 3 means it was
-        // ready; 4 that the set-up fails anyway (every rank then sees a 4).
-        uint32_t s = peer.gpu_state.load(std::memory_order_acquire);
-        if (s != 1 && s != 3 && st == GPUCOLL_SUCCESS && all_ready)
-            gpucoll_fail(GPUCOLL_ERR_PEER, "rank %d could not set up its GPU side", r);
-        all_ready &= s == 1 || s == 3;
-    }
-    if (st == GPUCOLL_SUCCESS && all_ready) st = setup_peers(t);
-    // A second round: a rank that could not map a peer must stop everyone.
-    me.gpu_state.store(st == GPUCOLL_SUCCESS && all_ready ? 3 : 4, std::memory_order_release);
-    bool all_mapped = true;
-    for (int r = 0; r < t->size; r++) {
-        ShmRank &peer = t->shm->ranks[r];
-        if (!wait_until(t->progress, [&] { return peer.gpu_state.load(std::memory_order_acquire) >= 3; }))
-            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not map its peers within %d ms", r,
-                                config().timeout_ms);
-        if (peer.gpu_state.load(std::memory_order_acquire) != 3 && all_mapped && st == GPUCOLL_SUCCESS && all_ready)
-            gpucoll_fail(GPUCOLL_ERR_PEER, "rank %d could not map its peers' scratch", r);
-        all_mapped &= peer.gpu_state.load(std::memory_order_acquire) == 3;
-    }
-    t->gpu = all_mapped ? gpucoll_team::GpuReady : gpucoll_team::GpuFailed;
-    if (all_mapped) t->share = gpu_share_of(t);
-    if (config().verbose >= 10) {
-        char shared[160] = "";
-        if (all_mapped && t->share.ranks > 1)
-            snprintf(shared, sizeof shared, " (up to %d ranks on one GPU, %s; grids of at most %d blocks)",
-                     t->share.ranks, me.mps ? "under MPS" : "no MPS: the GPU takes turns",
-                     co_resident_blocks(t->share, config().thread_multiple != 0));
-        fprintf(stderr, "coll:gpu: rank %d: peer-to-peer team on GPU %s %s%s%s%s\n", t->rank, me.bus_id,
-                all_mapped ? "ready" : "unavailable, device buffers will be staged", all_mapped ? "" : ": ",
-                all_mapped ? "" : gpucoll_last_error(), shared);
-    }
-    return GPUCOLL_SUCCESS;
-}
-
-void release_gpu(gpucoll_team *t)
-{
-    if (t->device < 0) return;
-    DeviceGuard g(t->device);
-    t->resident.release(); // it reads the scratch
-    for (int r = 0; r < t->size; r++) {
-        if (!t->scratch[r]) continue;
-        if (r == t->rank) gpuFree(t->scratch[r]);
-        else gpuIpcCloseMemHandle(t->scratch[r]);
-    }
-    t->ipc = nullptr; // the process's cache outlives teams
-    if (t->stream) gpuStreamDestroy(t->stream);
-    if (t->after_default) gpuEventDestroy(t->after_default);
-    if (t->error) gpuFreeHost(t->error);
 }
 
 } // namespace
@@ -467,6 +209,8 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
                     (unsigned long long)r.launched, r.launched ? r.launched_s * 1e6 / r.launched : 0.0,
                     r.query_s * 1e6 / (double)(r.reused + r.launched));
     }
+    // Queued kernels read the peers' scratch too: each rank's end before it departs.
+    if (t->gpu == gpucoll_team::GpuReady) drain_queued(t);
     if (t->gpu == gpucoll_team::GpuReady) {
         // Peers may still read our scratch in the tail of the last kernel: free
         // it only when every rank is here (bounded, a dead peer cannot hold us).
@@ -637,10 +381,46 @@ bool direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg,
 
 } // namespace
 
+PeerArgs gpucoll::kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_coll_args_t &a, const char *src,
+                              char *dst)
+{
+    const size_t elt = gpucoll_dtype_size(a.dtype);
+    PeerArgs k{};
+    k.algo = plan.algo;
+    k.rank = t->rank;
+    k.nranks = t->size;
+    k.root = a.root;
+    k.dst = dst;
+    k.src = src;
+    k.count = a.count;
+    k.chunk = plan.chunk;
+    k.half_bytes = t->half_bytes;
+    k.epoch0 = t->epoch;
+    k.ll_slot_bytes = t->ll_slot_bytes;
+    if (is_ll(plan.algo)) {
+        // Every rank counts the same LL calls; 0 is what a fresh area holds,
+        // and the area is zeroed again before the count wraps (gpucoll_team_run).
+        k.epoch0 = ++t->ll_flag;
+    }
+    for (int r = 0; r < t->size; r++) k.scratch[r] = t->scratch[r];
+    k.timeout_ns = (uint64_t)config().timeout_ms * 1000000ull;
+    k.error = t->error;
+    k.vector_ok = ((uintptr_t)k.src % 16 == 0) && ((uintptr_t)k.dst % 16 == 0) &&
+                  (!plan.strided || (a.count * elt) % 16 == 0);
+    const size_t steps = is_direct(plan.algo) || is_ll(plan.algo) ? 1 : (a.count + plan.chunk - 1) / plan.chunk;
+    t->epoch += steps;
+    return k;
+}
+
 static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
 {
     gpucoll_coll_args_t a = *args;
     const gpucoll_config_t &cfg = config();
+    // Before this call's post: the agreement's rules assume that a rank
+    // which posts call n has finished its kernels of the calls before.
+    if (!drain_queued(t))
+        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "this rank's queued collectives did not end within %d ms",
+                            cfg.timeout_ms);
     uint64_t seq = ++t->seq;
     const auto t_start = Clock::now();
 
@@ -697,6 +477,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
     gpucoll_status_t st = agree(t, seq, ok, direct, a, &all_ok, &all_direct);
     if (st != GPUCOLL_SUCCESS) return st;
     if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
+    t->ll_cleared_since_agree = false; // every rank has left the call that cleared it (see the wrap below)
 
     bool timed = true; // not the call that sets the team up (it takes milliseconds)
     if (t->gpu == gpucoll_team::GpuNone) {
@@ -746,30 +527,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
     size_t max_chunk = max_chunk_elems(plan, t->half_bytes, elt);
     if (!is_direct(plan.algo) && !is_ll(plan.algo) && plan.chunk > max_chunk) plan.chunk = max_chunk;
 
-    PeerArgs k{};
-    k.algo = plan.algo;
-    k.rank = t->rank;
-    k.nranks = t->size;
-    k.root = a.root;
-    k.dst = static_cast<char *>(a.rbuf);
-    k.src = src_ptr;
-    k.count = a.count;
-    k.chunk = plan.chunk;
-    k.half_bytes = t->half_bytes;
-    k.epoch0 = t->epoch;
-    k.ll_slot_bytes = t->ll_slot_bytes;
-    if (is_ll(plan.algo)) {
-        // Every rank counts the same LL calls; 0 is what a fresh area holds,
-        // and the area is zeroed again before the count wraps (below).
-        k.epoch0 = ++t->ll_flag;
-    }
-    for (int r = 0; r < t->size; r++) k.scratch[r] = t->scratch[r];
-    k.timeout_ns = (uint64_t)cfg.timeout_ms * 1000000ull;
-    k.error = t->error;
-    k.vector_ok = ((uintptr_t)k.src % 16 == 0) && ((uintptr_t)k.dst % 16 == 0) &&
-                  (!plan.strided || (a.count * elt) % 16 == 0);
-    size_t steps = is_direct(plan.algo) || is_ll(plan.algo) ? 1 : (a.count + plan.chunk - 1) / plan.chunk;
-    t->epoch += steps;
+    PeerArgs k = kernel_args(t, plan, a, src_ptr, static_cast<char *>(a.rbuf));
 
     if (team_test_before_launch) team_test_before_launch(t->rank, seq);
     DeviceGuard g(t->device);
@@ -792,6 +550,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         st = t->resident.run(k, a.dtype, a.op, blocks, cfg.threads_per_block, cfg.resident_us, cfg.timeout_ms);
         if (st != GPUCOLL_SUCCESS) {
             t->gpu = gpucoll_team::GpuFailed;
+            t->broken = true;
             return st;
         }
     } else {
@@ -830,6 +589,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         *t->error = 0;
         t->resident.retire();
         t->gpu = gpucoll_team::GpuFailed; // flags are out of step now
+        t->broken = true;
         if (why == kErrorPeerGaveUp)
             return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "another rank's kernel gave up waiting (its timeout_ms)");
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms",
@@ -847,6 +607,10 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
             (e = gpuStreamSynchronize(t->stream)) != gpuSuccess)
             return gpu_error("clearing the LL area", e);
         t->ll_flag = 0;
+        // A peer that has left this call may queue an LL call at once, into
+        // an area this rank may still be clearing: queued calls keep off LL
+        // until the next agreement (core/team_queued.cpp).
+        t->ll_cleared_since_agree = true;
     }
     return GPUCOLL_SUCCESS;
 }

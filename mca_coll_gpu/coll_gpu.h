@@ -138,6 +138,9 @@ static inline ptrdiff_t coll_gpu_extent_of(ompi_datatype_t *dtype, int n)
  * `complete` runs (once, from progress, outside any lock of ours). */
 typedef struct coll_gpu_pending {
     ompi_request_t *inner;
+    /* If set, watched instead of `inner`: true once the work is over (it
+     * runs under the watch list's lock, and at most until it says true). */
+    bool (*ready)(struct coll_gpu_pending *self);
     void (*complete)(struct coll_gpu_pending *self);
     struct coll_gpu_pending *next;
 } coll_gpu_pending_t;
@@ -176,6 +179,38 @@ bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
 bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
                          const int *counts, const int *displs, const int *rcounts, const int *rdispls,
                          ompi_datatype_t *dtype, ompi_op_t *op, bool device_ok, int *rc);
+
+/* ---- nonblocking and persistent calls on the peer kernels (coll_gpu_queued.c)
+ * For allreduce, reduce, bcast, allgather, reduce_scatter_block and alltoall
+ * (kind), as the MPI call names them: reductions give op, rbuf/rcount/rdtype
+ * and sbuf (MPI_IN_PLACE or not); data movement gives both sides (bcast:
+ * rbuf only; allgather/alltoall: per-rank block counts). */
+typedef struct coll_gpu_call {
+    gpucoll_coll_kind_t kind;
+    const void *sbuf;
+    size_t scount;
+    ompi_datatype_t *sdtype;
+    void *rbuf;
+    size_t rcount;
+    ompi_datatype_t *rdtype;
+    ompi_op_t *op;
+    int root;
+} coll_gpu_call_t;
+typedef struct coll_gpu_queued coll_gpu_queued_t;
+/* Whether `c` runs on the peer kernels without agreement: false if every
+ * rank stages it; true with *q (run it with start/test) or with *rc an
+ * error of this rank. Every rank of a communicator whose GPU path is set up
+ * gets the same answer, whatever memory its buffers are in: so every rank
+ * must ask, for host buffers too. */
+bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, coll_gpu_queued_t **q, int *rc);
+/* Launches one run (packs inputs first); an error means nothing runs. */
+int coll_gpu_queued_start(coll_gpu_queued_t *q);
+/* True once the run is over, with *rc its result and outputs in place. */
+bool coll_gpu_queued_test(coll_gpu_queued_t *q, int *rc);
+void coll_gpu_queued_free(coll_gpu_queued_t *q);
+/* MPI_I<coll>: plans and starts `c`, and returns its request in *request;
+ * false if every rank stages it instead. */
+bool coll_gpu_queued_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, ompi_request_t **request, int *rc);
 
 /* ---- the hierarchical path across nodes (coll_gpu_hier.c) -----------------
  * coll_gpu_hier_wanted: at module enable, local (no communication): whether

@@ -42,6 +42,10 @@ int mca_coll_gpu_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
                             mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    coll_gpu_call_t c = {.kind = GPUCOLL_COLL_ALLGATHER, .sbuf = sbuf, .scount = (size_t)scount, .sdtype = sdtype,
+                         .rbuf = rbuf, .rcount = (size_t)rcount, .rdtype = rdtype};
+    int rc;
+    if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
         return m->prev.iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                                   m->prev.iallgather_module);

@@ -32,6 +32,10 @@ int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    coll_gpu_call_t c = {.kind = GPUCOLL_COLL_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .rcount = (size_t)count,
+                         .rdtype = dtype, .op = op};
+    int rc;
+    if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
         return m->prev.iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->prev.iallreduce_module);
     return allreduce_staged(sbuf, rbuf, count, dtype, op, comm, request, m);

@@ -32,6 +32,10 @@ int mca_coll_gpu_ibcast(void *buf, int count, ompi_datatype_t *dtype, int root, 
                         ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    coll_gpu_call_t c = {.kind = GPUCOLL_COLL_BCAST, .rbuf = buf, .rcount = (size_t)count, .rdtype = dtype,
+                         .root = root};
+    int rc;
+    if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     if (!coll_gpu_is_device(buf)) return m->prev.ibcast(buf, count, dtype, root, comm, request, m->prev.ibcast_module);
     return bcast_staged(buf, count, dtype, root, comm, request, m);
 }

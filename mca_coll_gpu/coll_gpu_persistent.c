@@ -2,9 +2,13 @@
  *
  * Open MPI's own persistent collectives (coll/libnbc) treat device buffers
  * as host memory and crash on them. Here the *_init call records the
- * arguments; each MPI_Start runs the component's nonblocking collective on
- * them (the peer path where it serves, else staged through host memory,
- * exactly as MPI_I<coll> does), and the request completes when that does.
+ * arguments (it may not wait for other ranks, so it cannot decide more).
+ * A start of allreduce, reduce, bcast, allgather, reduce_scatter_block or
+ * alltoall plans the call for the peer kernels once (coll_gpu_queued.c) and
+ * launches it; the other kinds, and these where the peer kernels do not
+ * serve, run the component's nonblocking collective (staged through host
+ * memory, exactly as MPI_I<coll> does), and the request completes when that
+ * does.
  * Every rank's persistent requests take this route, whatever its buffers, so
  * that all ranks start the same kind of operation underneath.
  *
@@ -32,11 +36,18 @@ typedef struct coll_gpu_persist_t {
     ompi_datatype_t *sdtype, *rdtype;
     ompi_op_t *op;
     coll_gpu_pending_t pending; /* the running start's request (NULL inner while inactive) */
+    /* The six kinds the peer kernels take without agreement: planned at the
+     * first start that finds the GPU path set up (a start decides as a
+     * nonblocking call does, from what every rank knows alike), then each
+     * start is one launch; NULL while they are staged. */
+    coll_gpu_queued_t *q;
+    int queued_rc;
     /* Owners: the application's handle, and a start in flight. */
     int32_t owners;
 } coll_gpu_persist_t;
 
-static OBJ_CLASS_INSTANCE(coll_gpu_persist_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+static void persist_destruct(coll_gpu_persist_t *p) { coll_gpu_queued_free(p->q); }
+static OBJ_CLASS_INSTANCE(coll_gpu_persist_t, ompi_coll_base_nbc_request_t, NULL, persist_destruct);
 
 static int persist_free(ompi_request_t **rp)
 {
@@ -55,6 +66,56 @@ static void persist_complete(coll_gpu_pending_t *w)
     p->super.super.req_status.MPI_ERROR = rc;
     ompi_request_complete(&p->super.super, true);
     coll_gpu_request_disown(&p->super.super, &p->owners);
+}
+
+static bool persist_queued_ready(coll_gpu_pending_t *w)
+{
+    coll_gpu_persist_t *p = (coll_gpu_persist_t *)((char *)w - offsetof(coll_gpu_persist_t, pending));
+    return coll_gpu_queued_test(p->q, &p->queued_rc);
+}
+
+static void persist_queued_complete(coll_gpu_pending_t *w)
+{
+    coll_gpu_persist_t *p = (coll_gpu_persist_t *)((char *)w - offsetof(coll_gpu_persist_t, pending));
+    p->super.super.req_status.MPI_ERROR = p->queued_rc;
+    ompi_request_complete(&p->super.super, true);
+    coll_gpu_request_disown(&p->super.super, &p->owners);
+}
+
+/* `p` as the queued path names it; false for the kinds it does not take. */
+static bool persist_call(const coll_gpu_persist_t *p, coll_gpu_call_t *c)
+{
+    coll_gpu_call_t x = {.sbuf = p->sbuf, .scount = (size_t)p->scount, .sdtype = p->sdtype, .rbuf = p->rbuf,
+                         .rcount = (size_t)p->rcount, .rdtype = p->rdtype, .root = p->root};
+    switch (p->kind) {
+    case P_ALLREDUCE: x.kind = GPUCOLL_COLL_ALLREDUCE; x.op = p->op; break;
+    case P_REDUCE: x.kind = GPUCOLL_COLL_REDUCE; x.op = p->op; break;
+    case P_REDUCE_SCATTER_BLOCK: x.kind = GPUCOLL_COLL_REDUCE_SCATTER_BLOCK; x.op = p->op; break;
+    case P_BCAST: x.kind = GPUCOLL_COLL_BCAST; break;
+    case P_ALLGATHER: x.kind = GPUCOLL_COLL_ALLGATHER; break;
+    case P_ALLTOALL: x.kind = GPUCOLL_COLL_ALLTOALL; break;
+    default: return false;
+    }
+    *c = x;
+    return true;
+}
+
+/* One start of `p` on the peer kernels: 1 if it was launched, 0 if it is
+ * staged, an MPI error (nothing runs) otherwise. */
+static int persist_start_queued(coll_gpu_persist_t *p)
+{
+    coll_gpu_call_t c;
+    if (!persist_call(p, &c)) return 0;
+    int rc = OMPI_SUCCESS;
+    if (p->q == NULL && !coll_gpu_queued_plan(COLL_GPU_MODULE(p->module), &c, &p->q, &rc)) return 0;
+    if (p->q == NULL) return rc;
+    if ((rc = coll_gpu_queued_start(p->q)) != OMPI_SUCCESS) return rc;
+    __atomic_add_fetch(&p->owners, 1, __ATOMIC_ACQ_REL);
+    p->pending.inner = NULL;
+    p->pending.ready = persist_queued_ready;
+    p->pending.complete = persist_queued_complete;
+    coll_gpu_pending_add(&p->pending);
+    return 1;
 }
 
 /* The nonblocking collective for one start of `p`. */
@@ -104,8 +165,10 @@ static int persist_start(size_t count, ompi_request_t **requests)
         p->super.super.req_state = OMPI_REQUEST_ACTIVE;
         p->super.super.req_complete = REQUEST_PENDING;
         p->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+        int queued = persist_start_queued(p);
+        if (queued == 1) continue;
         ompi_request_t *inner = NULL;
-        int rc = start_inner(p, &inner);
+        int rc = queued != 0 ? queued : start_inner(p, &inner);
         if (rc != OMPI_SUCCESS || inner == NULL) {
             /* Nothing runs: the start is over, with its error. */
             if (inner) ompi_request_free(&inner);
@@ -115,6 +178,7 @@ static int persist_start(size_t count, ompi_request_t **requests)
         }
         __atomic_add_fetch(&p->owners, 1, __ATOMIC_ACQ_REL);
         p->pending.inner = inner;
+        p->pending.ready = NULL;
         p->pending.complete = persist_complete;
         coll_gpu_pending_add(&p->pending);
     }
@@ -138,6 +202,7 @@ static int persist_new(persist_kind_t kind, ompi_communicator_t *comm, mca_coll_
     p->comm = comm;
     p->module = module;
     p->owners = 1;
+    p->q = NULL;
     *request = &p->super.super;
     *out = p;
     return OMPI_SUCCESS;

@@ -44,6 +44,10 @@ int mca_coll_gpu_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_
                          ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    coll_gpu_call_t c = {.kind = GPUCOLL_COLL_REDUCE, .sbuf = sbuf, .rbuf = rbuf, .rcount = (size_t)count,
+                         .rdtype = dtype, .op = op, .root = root};
+    int rc;
+    if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     bool any;
     reduce_on_device(sbuf, rbuf, root, comm, &any);
     if (!any) return m->prev.ireduce(sbuf, rbuf, count, dtype, op, root, comm, request, m->prev.ireduce_module);

@@ -85,6 +85,10 @@ int mca_coll_gpu_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                        mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    coll_gpu_call_t c = {.kind = GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, .sbuf = sbuf, .rbuf = rbuf,
+                         .rcount = (size_t)rcount, .rdtype = dtype, .op = op};
+    int rc;
+    if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
         return m->prev.ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
                                              m->prev.ireduce_scatter_block_module);

@@ -1,5 +1,6 @@
-/* Nonblocking collectives on device buffers: the displaced module runs the
- * collective on host copies; our request completes only after the results
+/* Nonblocking collectives on device buffers that the peer kernels do not
+ * take (coll_gpu_queued.c): the displaced module runs the collective on
+ * host copies; our request completes only after the results
  * are back in device memory, so MPI_Wait/Test never return early.
  *
  * The request derives from ompi_coll_base_nbc_request_t because the MPI
@@ -38,7 +39,7 @@ static int coll_gpu_progress(void)
     pthread_mutex_lock(&pending_lock);
     for (coll_gpu_pending_t **p = &pending; *p;) {
         coll_gpu_pending_t *w = *p;
-        if (REQUEST_COMPLETE(w->inner)) {
+        if (w->ready ? w->ready(w) : REQUEST_COMPLETE(w->inner)) {
             *p = w->next;
             w->next = done;
             done = w;
@@ -124,6 +125,7 @@ int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_c
     r->super.super.req_mpi_object.comm = comm;
     r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
     r->pending.inner = *request;
+    r->pending.ready = NULL;
     r->pending.complete = request_complete;
     r->stage = st;
     r->owners = 2;

@@ -347,5 +347,54 @@ int main()
             }
     }
     std::printf("algo_select: %d failed\n", failures);
+    // Queued calls (nonblocking, persistent: no host agreement) take only
+    // algorithms in which every rank waits for every other: never zero-copy,
+    // never the one-way LL kernels of bcast and reduce, whatever the size,
+    // rank count, root or direct_style; every basic kind still has a kernel.
+    {
+        const gpucoll_coll_kind_t kinds[] = {GPUCOLL_COLL_ALLREDUCE, GPUCOLL_COLL_REDUCE, GPUCOLL_COLL_BCAST,
+                                             GPUCOLL_COLL_ALLGATHER, GPUCOLL_COLL_REDUCE_SCATTER_BLOCK,
+                                             GPUCOLL_COLL_ALLTOALL};
+        gpucoll_config_t lcfg = cfg; // fill_defaults leaves LL off: the MCA default turns it on
+        lcfg.ll_max_bytes = GPUCOLL_DEFAULT_LL_MAX_BYTES;
+        const size_t sizes[] = {1, 4, lcfg.ll_max_bytes / 4, lcfg.ll_max_bytes / 4 + 1, cfg.oneshot_max_bytes / 4 + 1,
+                                cfg.direct_min_bytes / 4 + 1, (64u << 20) / 4};
+        int ll_seen = 0;
+        for (int style : {GPUCOLL_DIRECT_AUTO, GPUCOLL_DIRECT_PUSH, GPUCOLL_DIRECT_PULL})
+            for (gpucoll_coll_kind_t k : kinds)
+                for (size_t n : sizes)
+                    for (int ranks = 1; ranks <= 8; ranks++)
+                        for (bool one_gpu : {false, true}) {
+                            gpucoll_config_t c = lcfg;
+                            c.direct_style = style;
+                            const bool reduces = k == GPUCOLL_COLL_ALLREDUCE || k == GPUCOLL_COLL_REDUCE ||
+                                                 k == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK;
+                            gpucoll_coll_args_t a = args(k, n, reduces ? GPUCOLL_FLOAT32 : GPUCOLL_UINT8,
+                                                         reduces ? GPUCOLL_OP_SUM : GPUCOLL_OP_NONE);
+                            a.root = ranks - 1;
+                            GpuShare share{132, one_gpu ? ranks : 1};
+                            bool got = make_plan(a, 0, ranks, c, false, &p, share, true);
+                            CHECK(got, "kind %d, %zu elements, %d ranks", (int)k, n, ranks);
+                            if (!got) continue;
+                            CHECK(!is_direct(p.algo) && p.algo != PeerAlgo::BcastLL && p.algo != PeerAlgo::ReduceLL,
+                                  "kind %d, %zu elements, %d ranks: %s", (int)k, n, ranks, algo_name(p.algo));
+                            ll_seen += is_ll(p.algo);
+                            // The blocking choice is untouched by the flag's existence.
+                            Plan b{};
+                            CHECK(make_plan(a, 0, ranks, c, false, &b, share) &&
+                                  (b.algo == p.algo || b.algo == PeerAlgo::BcastLL || b.algo == PeerAlgo::ReduceLL));
+                        }
+        CHECK(ll_seen > 0, "queued calls still take the LL kernels in which every rank waits");
+        // The scratch fallback of a bcast that would be LL when blocking.
+        CHECK(make_plan(args(GPUCOLL_COLL_BCAST, 64, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 2, lcfg, false, &p) &&
+              p.algo == PeerAlgo::BcastLL);
+        CHECK(make_plan(args(GPUCOLL_COLL_BCAST, 64, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 2, lcfg, false, &p,
+                        GpuShare{}, true) &&
+              p.algo == PeerAlgo::Bcast);
+        CHECK(make_plan(args(GPUCOLL_COLL_REDUCE, 16, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, lcfg, false, &p,
+                        GpuShare{}, true) &&
+              p.algo == PeerAlgo::Reduce);
+    }
+
     return failures ? 1 : 0;
 }

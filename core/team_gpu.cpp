@@ -1,0 +1,182 @@
+// The GPU side of a team: this rank's scratch, stream and error flag, the
+// mapping of every peer's scratch, and what the grids must fit.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "device_guard.hpp"
+#include "gpu_error.hpp"
+#include "team_state.hpp"
+
+namespace gpucoll {
+
+namespace {
+
+// This rank's half of GPU setup: scratch, its IPC handle, a stream.
+gpucoll_status_t setup_local(gpucoll_team *t, int device)
+{
+    DeviceGuard g(device);
+    ShmRank &me = t->shm->ranks[t->rank];
+    size_t bytes = config().scratch_bytes;
+    if (bytes < kDataOffset + 2 * 65536) bytes = kDataOffset + 2 * 65536;
+    t->half_bytes = (bytes - kDataOffset) / 2 / 4096 * 4096;
+    // The LL area after the halves, zeroed: no line may carry a flag yet.
+    size_t ll_max = config().ll_max_bytes;
+    t->ll_slot_bytes = ll_max ? ll_slot_bytes_for(ll_max) : 0;
+    size_t ll_bytes = ll_max ? ll_area_bytes(ll_max) : 0;
+    gpucoll_status_t st = load_kernels_once(device);
+    if (st != GPUCOLL_SUCCESS) return st;
+    gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes + ll_bytes);
+    if (e != gpuSuccess) return gpu_error("allocating peer scratch", e);
+    // The flags and the give-up word (kernels/peer_args.h) start at 0.
+    if ((e = gpuMemset(t->scratch[t->rank], 0, kDataOffset)) != gpuSuccess) return gpu_error("clearing flags", e);
+    if (ll_bytes && (e = gpuMemset(ll_area(t), 0, ll_bytes)) != gpuSuccess)
+        return gpu_error("clearing the LL area", e);
+    if ((e = gpuIpcGetMemHandle(&me.handle, t->scratch[t->rank])) != gpuSuccess)
+        return gpu_error("exporting scratch (cudaIpcGetMemHandle)", e);
+    if ((e = gpuDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, device)) != gpuSuccess)
+        return gpu_error("reading PCI bus id", e);
+    if ((e = gpuDeviceGetAttribute(&me.sms, gpuDevAttrMultiProcessorCount, device)) != gpuSuccess)
+        return gpu_error("reading the SM count", e);
+    me.mps = gpu_port_mps_enabled(device);
+    // A blocking stream follows the legacy default stream implicitly, and
+    // the legacy stream waits for it: with several threads, one thread's
+    // staged copy would then wait for another thread's kernel, which waits
+    // for a peer rank whose own threads may be stuck the same way.
+    const bool threads = config().thread_multiple != 0;
+    if ((e = gpuStreamCreateWithFlags(&t->stream, threads ? gpuStreamNonBlocking : gpuStreamDefault)) != gpuSuccess)
+        return gpu_error("creating stream", e);
+    if (threads && (e = gpuEventCreateWithFlags(&t->after_default, gpuEventDisableTiming)) != gpuSuccess)
+        return gpu_error("creating an event", e);
+    if ((e = gpuStreamCreateWithFlags(&t->queued_stream, gpuStreamNonBlocking)) != gpuSuccess ||
+        (e = gpuEventCreateWithFlags(&t->queued_after_default, gpuEventDisableTiming)) != gpuSuccess)
+        return gpu_error("creating the stream of queued calls", e);
+    if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
+        return gpu_error("allocating error flag", e);
+    *t->error = 0;
+    // Without it every call launches its own kernel, which is as correct.
+    if (config().resident_us > 0) {
+        if (t->resident.init() != GPUCOLL_SUCCESS && config().verbose >= 10)
+            fprintf(stderr, "coll:gpu: rank %d: no resident kernels: %s\n", t->rank, gpucoll_last_error());
+    }
+    // The legacy stream, not the device: another thread's peer kernel may be
+    // running, waiting for a rank that waits for this set-up.
+    if ((e = gpuStreamSynchronize(nullptr)) != gpuSuccess) return gpu_error("setting up scratch", e);
+    me.device = device;
+    me.pid = (long)getpid();
+    t->ipc = &process_ipc_cache();
+    return GPUCOLL_SUCCESS;
+}
+
+// What every rank's grids must fit (algo_select.hpp): the fewest SMs any
+// rank may use and the most ranks on one GPU, alike on every rank, since
+// block b of one rank pairs with block b of the others.
+GpuShare gpu_share_of(const gpucoll_team *t)
+{
+    GpuShare s{};
+    s.sms = t->shm->ranks[0].sms;
+    s.ranks = t->gpu_ranks > 1 ? t->gpu_ranks : 1;
+    for (int r = 0; r < t->size; r++) {
+        const ShmRank &a = t->shm->ranks[r];
+        if (a.sms < s.sms) s.sms = a.sms;
+        int on_gpu = 0;
+        for (int q = 0; q < t->size; q++) on_gpu += same_gpu(a, t->shm->ranks[q]);
+        if (on_gpu > s.ranks) s.ranks = on_gpu;
+    }
+    return s;
+}
+
+// Maps every peer's scratch. Fails if a peer is not reachable, or if two
+// ranks share a GPU where config.shared_gpu does not let them (see
+// gpucoll_shared_gpu_t): without MPS each wait on the other costs a time
+// slice of the GPU's scheduler.
+gpucoll_status_t setup_peers(gpucoll_team *t)
+{
+    DeviceGuard g(t->device);
+    const ShmRank &me = t->shm->ranks[t->rank];
+    const int mode = config().shared_gpu;
+    for (int r = 0; r < t->size; r++) {
+        if (r == t->rank) continue;
+        ShmRank &peer = t->shm->ranks[r];
+        if (same_gpu(me, peer) && (mode == GPUCOLL_SHARED_GPU_OFF || (mode != GPUCOLL_SHARED_GPU_ON && !(me.mps && peer.mps))))
+            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "ranks %d and %d share GPU %s (%s)", t->rank, r,
+                                peer.bus_id, mode == GPUCOLL_SHARED_GPU_OFF ? "shared_gpu is off"
+                                                                           : "without MPS; shared_gpu=on would run "
+                                                                             "them, a time slice per wait");
+        gpuError_t e = gpuIpcOpenMemHandle((void **)&t->scratch[r], peer.handle, gpuIpcMemLazyEnablePeerAccess);
+        if (e != gpuSuccess) {
+            t->scratch[r] = nullptr;
+            return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "mapping rank %d's scratch: %s", r, gpuGetErrorString(e));
+        }
+    }
+    return GPUCOLL_SUCCESS;
+}
+
+// Collective (every rank reaches it at the same call): all set up or none.
+} // namespace
+
+gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
+{
+    ShmRank &me = t->shm->ranks[t->rank];
+    t->device = device;
+    gpucoll_status_t st = setup_local(t, device);
+    me.gpu_state.store(st == GPUCOLL_SUCCESS ? 1 : 2, std::memory_order_release);
+    bool all_ready = true;
+    for (int r = 0; r < t->size; r++) {
+        ShmRank &peer = t->shm->ranks[r];
+        if (!wait_until(t->progress, [&] { return peer.gpu_state.load(std::memory_order_acquire) != 0; }))
+            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not set up its GPU within %d ms", r,
+                                config().timeout_ms);
+        // A fast peer may already be in the second round: 3 means it was
+        // ready; 4 that the set-up fails anyway (every rank then sees a 4).
+        uint32_t s = peer.gpu_state.load(std::memory_order_acquire);
+        if (s != 1 && s != 3 && st == GPUCOLL_SUCCESS && all_ready)
+            gpucoll_fail(GPUCOLL_ERR_PEER, "rank %d could not set up its GPU side", r);
+        all_ready &= s == 1 || s == 3;
+    }
+    if (st == GPUCOLL_SUCCESS && all_ready) st = setup_peers(t);
+    // A second round: a rank that could not map a peer must stop everyone.
+    me.gpu_state.store(st == GPUCOLL_SUCCESS && all_ready ? 3 : 4, std::memory_order_release);
+    bool all_mapped = true;
+    for (int r = 0; r < t->size; r++) {
+        ShmRank &peer = t->shm->ranks[r];
+        if (!wait_until(t->progress, [&] { return peer.gpu_state.load(std::memory_order_acquire) >= 3; }))
+            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not map its peers within %d ms", r,
+                                config().timeout_ms);
+        if (peer.gpu_state.load(std::memory_order_acquire) != 3 && all_mapped && st == GPUCOLL_SUCCESS && all_ready)
+            gpucoll_fail(GPUCOLL_ERR_PEER, "rank %d could not map its peers' scratch", r);
+        all_mapped &= peer.gpu_state.load(std::memory_order_acquire) == 3;
+    }
+    t->gpu = all_mapped ? gpucoll_team::GpuReady : gpucoll_team::GpuFailed;
+    if (all_mapped) t->share = gpu_share_of(t);
+    if (config().verbose >= 10) {
+        char shared[160] = "";
+        if (all_mapped && t->share.ranks > 1)
+            snprintf(shared, sizeof shared, " (up to %d ranks on one GPU, %s; grids of at most %d blocks)",
+                     t->share.ranks, me.mps ? "under MPS" : "no MPS: the GPU takes turns",
+                     co_resident_blocks(t->share, config().thread_multiple != 0));
+        fprintf(stderr, "coll:gpu: rank %d: peer-to-peer team on GPU %s %s%s%s%s\n", t->rank, me.bus_id,
+                all_mapped ? "ready" : "unavailable, device buffers will be staged", all_mapped ? "" : ": ",
+                all_mapped ? "" : gpucoll_last_error(), shared);
+    }
+    return GPUCOLL_SUCCESS;
+}
+
+void release_gpu(gpucoll_team *t)
+{
+    if (t->device < 0) return;
+    DeviceGuard g(t->device);
+    t->resident.release(); // it reads the scratch
+    release_queued(t);     // so do queued kernels; their kernels give up within timeout_ms
+    for (int r = 0; r < t->size; r++) {
+        if (!t->scratch[r]) continue;
+        if (r == t->rank) gpuFree(t->scratch[r]);
+        else gpuIpcCloseMemHandle(t->scratch[r]);
+    }
+    t->ipc = nullptr; // the process's cache outlives teams
+    if (t->stream) gpuStreamDestroy(t->stream);
+    if (t->after_default) gpuEventDestroy(t->after_default);
+    if (t->error) gpuFreeHost(t->error);
+}
+
+} // namespace gpucoll

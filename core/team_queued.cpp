@@ -1,0 +1,363 @@
+// Queued calls: collectives launched without the host agreement of a
+// blocking call (MPI_I<coll>, persistent starts). What keeps them sound
+// (docs/nonblocking.md has the long form):
+// - Every rank takes the same path without asking the others: the plan is
+//   decided from the team's GPU state, which only agreed (blocking) calls
+//   change, and from the arguments MPI makes equal on every rank. A rank
+//   whose buffers the kernels cannot use copies them through device memory
+//   of the team's GPU rather than staying out.
+// - Kernels never run ahead of a peer's reads: a rank may queue calls while
+//   a peer has not launched the first, so queued calls take only algorithms
+//   in which every rank waits for every other (make_plan's `queued`). A
+//   rank's next kernel then starts only after each peer has started this
+//   one, which keeps the scratch halves and the LL parities in step.
+// - A blocking call drains this rank's queue before it posts (team.cpp),
+//   so the agreement's own rule holds across the two kinds of call.
+// - A kernel that gave up leaves the barrier epochs out of step: the team
+//   then fails every later queued call with an error rather than staging
+//   it, since ranks that have not seen the failure yet would launch kernels
+//   while this one waited in a host collective for them.
+#include <cstdio>
+#include <new>
+
+#include "device_guard.hpp"
+#include "gpu_error.hpp"
+#include "no_throw.hpp"
+#include "team_state.hpp"
+
+using namespace gpucoll;
+
+namespace {
+
+// A user buffer the kernels cannot use where it is, and its stand-in on the
+// team's GPU: copied in at each launch (`in`), out at completion (`out`).
+struct Stand {
+    char *user = nullptr;
+    gpucoll_team::Temp *temp = nullptr;
+    size_t in_bytes = 0, out_bytes = 0; // from the start of the buffer; 0: no copy that way
+};
+
+// What the kernels read and write on this rank, in bytes of each buffer.
+struct Extents {
+    size_t src = 0;    // sbuf (0: none, or in place)
+    size_t rbuf = 0;   // rbuf, as far as the call reads or writes it
+    size_t out = 0;    // of which the call writes the first `out` bytes (0: none)
+    bool rbuf_in = false; // the call reads rbuf (in place, bcast's root)
+};
+
+Extents extents_of(const gpucoll_coll_args_t &a, int rank, int nranks)
+{
+    const size_t bytes = a.count * gpucoll_dtype_size(a.dtype), all = bytes * (size_t)nranks;
+    const bool in_place = a.sbuf == nullptr;
+    Extents e;
+    switch (a.kind) {
+    case GPUCOLL_COLL_ALLREDUCE: e = {bytes, bytes, bytes, in_place}; break;
+    case GPUCOLL_COLL_REDUCE:
+        if (rank == a.root) e = {bytes, bytes, bytes, in_place};
+        else e = {bytes, 0, 0, false};
+        break;
+    case GPUCOLL_COLL_BCAST:
+        e = {0, bytes, rank == a.root ? 0 : bytes, rank == a.root};
+        break;
+    case GPUCOLL_COLL_ALLGATHER: e = {bytes, all, all, in_place}; break;
+    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK: e = {all, in_place ? all : bytes, bytes, in_place}; break;
+    case GPUCOLL_COLL_ALLTOALL: e = {all, all, all, in_place}; break;
+    default: break;
+    }
+    if (!in_place && a.kind != GPUCOLL_COLL_BCAST) return e;
+    e.src = 0;
+    return e;
+}
+
+bool on_team_gpu(const gpucoll_team *t, const void *p)
+{
+    gpu_port_ptr_info_t info{};
+    gpu_port_query_kind(p, &info);
+    return info.kind == GPU_PORT_MEM_DEVICE && info.device == t->device;
+}
+
+gpucoll_team::Temp *take_temp(gpucoll_team *t, size_t bytes)
+{
+    gpucoll_team::Temp *fit = nullptr, *empty = nullptr;
+    for (auto &x : t->temps) {
+        if (x.busy) continue;
+        if (x.ptr && x.bytes >= bytes && (!fit || x.bytes < fit->bytes)) fit = &x;
+        if (!x.ptr && !empty) empty = &x;
+    }
+    if (fit) {
+        fit->busy = true;
+        return fit;
+    }
+    if (!empty) {
+        gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "more than %d plans copy their buffers through device memory at once",
+                     (int)(sizeof t->temps / sizeof t->temps[0]));
+        return nullptr;
+    }
+    // Rounded up so that later, slightly larger calls reuse it.
+    size_t want = 4096;
+    while (want < bytes) want *= 2;
+    DeviceGuard g(t->device);
+    gpuError_t e = gpuMalloc((void **)&empty->ptr, want);
+    if (e != gpuSuccess) {
+        empty->ptr = nullptr;
+        gpu_error("allocating device memory for a queued collective's buffer", e);
+        return nullptr;
+    }
+    empty->bytes = want;
+    empty->busy = true;
+    return empty;
+}
+
+// The most LL flags queued calls take: the count must not wrap under them,
+// since only a blocking call can clear the LL area (core/team.cpp).
+constexpr uint32_t kQueuedLLFlagLimit = UINT32_MAX - 1;
+
+} // namespace
+
+struct gpucoll_plan {
+    gpucoll_team *team = nullptr;
+    gpucoll_coll_args_t a{};
+    Plan plan{}, no_ll{}; // no_ll: the same call without the LL kernels (the flag guard)
+    int blocks = 0, no_ll_blocks = 0;
+    Stand sbuf, rbuf;
+    const char *src = nullptr; // what the kernel reads and writes (stand-ins where there are)
+    char *dst = nullptr;
+    gpuEvent_t done = nullptr;
+    bool running = false, launched = false;
+    gpucoll_status_t status = GPUCOLL_SUCCESS; // of the latest launch that ended
+    PeerAlgo ran{};
+};
+
+namespace {
+
+// Whether queued calls may take the LL kernels now. Alike on every rank:
+// the flag and the clearing both follow calls every rank makes.
+bool ll_allowed(const gpucoll_team *t) { return !t->ll_cleared_since_agree && t->ll_flag < kQueuedLLFlagLimit; }
+
+gpucoll_status_t stand_in(gpucoll_team *t, char *user, size_t bytes, size_t in_bytes, size_t out_bytes, Stand *s)
+{
+    if (!user || bytes == 0 || on_team_gpu(t, user)) return GPUCOLL_SUCCESS;
+    s->user = user;
+    s->in_bytes = in_bytes;
+    s->out_bytes = out_bytes;
+    s->temp = take_temp(t, bytes);
+    return s->temp ? GPUCOLL_SUCCESS : GPUCOLL_ERR_NO_MEMORY;
+}
+
+void give_back(Stand &s)
+{
+    if (s.temp) s.temp->busy = false;
+    s.temp = nullptr;
+}
+
+gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &args, gpucoll_plan **out)
+{
+    *out = nullptr;
+    const gpucoll_config_t &cfg = config();
+    gpucoll_coll_args_t a = args;
+    switch (a.kind) {
+    case GPUCOLL_COLL_ALLREDUCE:
+    case GPUCOLL_COLL_REDUCE:
+    case GPUCOLL_COLL_BCAST:
+    case GPUCOLL_COLL_ALLGATHER:
+    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
+    case GPUCOLL_COLL_ALLTOALL: break;
+    default: return GPUCOLL_ERR_UNSUPPORTED;
+    }
+    if (a.counts || a.displs || a.rcounts || a.rdispls) return GPUCOLL_ERR_UNSUPPORTED;
+    if (t->broken)
+        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT,
+                            "an earlier peer kernel of this communicator gave up; its GPU path is out of step");
+    // Nothing agreed has set the GPU side up yet (or it failed on every rank).
+    if (t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED;
+    const bool rooted = a.kind == GPUCOLL_COLL_BCAST || a.kind == GPUCOLL_COLL_REDUCE;
+    if (a.count == 0 || (rooted && (a.root < 0 || a.root >= t->size)))
+        return GPUCOLL_ERR_UNSUPPORTED;
+    const size_t elt = gpucoll_dtype_size(a.dtype);
+    if (elt == 0) return GPUCOLL_ERR_UNSUPPORTED;
+    if (a.kind == GPUCOLL_COLL_BCAST) a.sbuf = nullptr; // the root's buffer is its input
+
+    auto p = new (std::nothrow) gpucoll_plan;
+    if (!p) return gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "no memory for a plan");
+    struct Cleanup {
+        gpucoll_plan *&p;
+        ~Cleanup()
+        {
+            if (p) gpucoll_plan_free(p);
+        }
+    } cleanup{p};
+    p->team = t;
+    p->a = a;
+    gpucoll_config_t plain = cfg;
+    plain.ll_max_bytes = 0;
+    if (!make_plan(a, t->rank, t->size, cfg, false, &p->plan, t->share, true) ||
+        !make_plan(a, t->rank, t->size, plain, false, &p->no_ll, t->share, true))
+        return GPUCOLL_ERR_UNSUPPORTED; // no kernel for the type and op: alike everywhere
+    for (Plan *q : {&p->plan, &p->no_ll}) {
+        if (!is_ll(q->algo)) q->chunk = std::min(q->chunk, max_chunk_elems(*q, t->half_bytes, elt));
+        if (q->chunk == 0) return GPUCOLL_ERR_UNSUPPORTED;
+    }
+    p->blocks = blocks_for(p->plan, elt, cfg, t->size, t->share);
+    p->no_ll_blocks = blocks_for(p->no_ll, elt, cfg, t->size, t->share);
+
+    // From here on every rank takes the peer path: failures are errors.
+    const Extents e = extents_of(a, t->rank, t->size);
+    gpucoll_status_t st = stand_in(t, const_cast<char *>(static_cast<const char *>(a.sbuf)), e.src, e.src, 0, &p->sbuf);
+    if (st == GPUCOLL_SUCCESS)
+        st = stand_in(t, static_cast<char *>(a.rbuf), e.rbuf, e.rbuf_in ? e.rbuf : 0, e.out, &p->rbuf);
+    if (st != GPUCOLL_SUCCESS) return st;
+    char *rbuf = p->rbuf.temp ? p->rbuf.temp->ptr : static_cast<char *>(a.rbuf);
+    p->dst = rbuf;
+    const size_t bytes = a.count * elt;
+    p->src = a.sbuf ? (p->sbuf.temp ? p->sbuf.temp->ptr : static_cast<const char *>(a.sbuf))
+             : a.kind == GPUCOLL_COLL_ALLGATHER ? rbuf + (size_t)t->rank * bytes
+                                                : rbuf;
+    DeviceGuard g(t->device);
+    gpuError_t ge = gpuEventCreateWithFlags(&p->done, gpuEventDisableTiming);
+    if (ge != gpuSuccess) return gpu_error("creating an event", ge);
+    *out = p;
+    p = nullptr; // handed over
+    return GPUCOLL_SUCCESS;
+}
+
+gpucoll_status_t plan_launch_body(gpucoll_plan *p)
+{
+    gpucoll_team *t = p->team;
+    const gpucoll_config_t &cfg = config();
+    if (p->running) return gpucoll_fail(GPUCOLL_ERR_INVALID, "a collective was started again while it ran");
+    if (t->broken)
+        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT,
+                            "an earlier peer kernel of this communicator gave up; its GPU path is out of step");
+    DeviceGuard g(t->device);
+    t->resident.retire(); // it would hold SMs this kernel may need
+    // Synchronous copies on the legacy default stream: ordered after the
+    // caller's work there, as the kernel is, and never behind our queue
+    // (its stream does not wait for that one).
+    gpucoll_status_t st;
+    for (const Stand *s : {&p->sbuf, &p->rbuf})
+        if (s->temp && s->in_bytes && (st = gpucoll_copy(s->temp->ptr, s->user, s->in_bytes)) != GPUCOLL_SUCCESS)
+            return st;
+    const bool ll = !is_ll(p->plan.algo) || ll_allowed(t);
+    const Plan &plan = ll ? p->plan : p->no_ll;
+    const int blocks = ll ? p->blocks : p->no_ll_blocks;
+    PeerArgs k = kernel_args(t, plan, p->a, p->src, p->dst);
+    gpuError_t e;
+    if ((e = gpuEventRecord(t->queued_after_default, nullptr)) != gpuSuccess ||
+        (e = gpuStreamWaitEvent(t->queued_stream, t->queued_after_default, 0)) != gpuSuccess)
+        return gpu_error("ordering after the default stream", e);
+    if (!launch_peer_kernel(k, p->a.dtype, p->a.op, blocks, cfg.threads_per_block, t->queued_stream))
+        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(p->a.dtype),
+                            gpucoll_op_name(p->a.op));
+    if ((e = gpuGetLastError()) != gpuSuccess || (e = gpuEventRecord(p->done, t->queued_stream)) != gpuSuccess) {
+        t->broken = true; // the peers' kernels of this call wait for ours
+        return gpu_error("launching a queued peer kernel", e);
+    }
+    kernels_queued(+1);
+    p->running = p->launched = true;
+    p->ran = plan.algo;
+    t->queued_launches++;
+    t->queued_undrained++;
+    return GPUCOLL_SUCCESS;
+}
+
+// After a queued kernel ended: whether it (or one before it) gave up.
+gpucoll_status_t queued_kernel_result(gpucoll_team *t)
+{
+    const int why = *t->error;
+    if (!why) return GPUCOLL_SUCCESS;
+    t->broken = true;
+    if (why == kErrorPeerGaveUp)
+        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "another rank's kernel gave up waiting (its timeout_ms)");
+    return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms", config().timeout_ms);
+}
+
+int plan_test_body(gpucoll_plan *p, gpucoll_status_t *status)
+{
+    if (!p->running) {
+        *status = p->status;
+        return 1;
+    }
+    gpucoll_team *t = p->team;
+    DeviceGuard g(t->device);
+    gpuError_t e = gpuEventQuery(p->done);
+    if (e == gpuErrorNotReady) return 0;
+    p->running = false;
+    kernels_queued(-1);
+    gpucoll_status_t st = e == gpuSuccess ? queued_kernel_result(t) : gpu_error("a queued peer kernel", e);
+    if (st == GPUCOLL_SUCCESS && p->rbuf.temp && p->rbuf.out_bytes)
+        st = gpucoll_copy(p->rbuf.user, p->rbuf.temp->ptr, p->rbuf.out_bytes);
+    p->status = *status = st;
+    return 1;
+}
+
+} // namespace
+
+bool gpucoll::drain_queued(gpucoll_team *t)
+{
+    if (!t->queued_undrained || !t->queued_stream) return true;
+    DeviceGuard g(t->device);
+    bool ok = wait_until(t->progress, [&] { return gpuStreamQuery(t->queued_stream) != gpuErrorNotReady; });
+    if (ok) t->queued_undrained = 0;
+    return ok;
+}
+
+void gpucoll::release_queued(gpucoll_team *t)
+{
+    if (t->queued_stream) {
+        gpuStreamSynchronize(t->queued_stream); // its kernels give up within timeout_ms
+        gpuStreamDestroy(t->queued_stream);
+        t->queued_stream = nullptr;
+    }
+    if (t->queued_after_default) gpuEventDestroy(t->queued_after_default);
+    t->queued_after_default = nullptr;
+    for (auto &x : t->temps) {
+        if (x.ptr) gpuFree(x.ptr);
+        x = gpucoll_team::Temp{};
+    }
+}
+
+extern "C" gpucoll_status_t gpucoll_plan_create(gpucoll_team_t *t, const gpucoll_coll_args_t *a, gpucoll_plan_t **plan)
+{
+    *plan = nullptr;
+    if (!t || !a) return GPUCOLL_ERR_UNSUPPORTED;
+    return no_throw([&] { return plan_create_body(t, *a, plan); });
+}
+
+extern "C" gpucoll_status_t gpucoll_plan_launch(gpucoll_plan_t *p)
+{
+    return no_throw([&] { return plan_launch_body(p); });
+}
+
+extern "C" int gpucoll_plan_test(gpucoll_plan_t *p, gpucoll_status_t *status)
+{
+    int done = 1;
+    gpucoll_status_t st = no_throw([&] {
+        done = plan_test_body(p, status);
+        return GPUCOLL_SUCCESS;
+    });
+    if (st != GPUCOLL_SUCCESS) *status = st;
+    return done;
+}
+
+extern "C" void gpucoll_plan_free(gpucoll_plan_t *p)
+{
+    if (!p) return;
+    if (p->running) {
+        DeviceGuard g(p->team->device);
+        gpuEventSynchronize(p->done); // its kernel gives up within timeout_ms
+        gpucoll_status_t st;
+        plan_test_body(p, &st);
+    }
+    give_back(p->sbuf);
+    give_back(p->rbuf);
+    if (p->done) {
+        DeviceGuard g(p->team->device);
+        gpuEventDestroy(p->done);
+    }
+    delete p;
+}
+
+extern "C" const char *gpucoll_plan_algorithm(const gpucoll_plan_t *p)
+{
+    return p ? algo_name(p->launched ? p->ran : p->plan.algo) : "none";
+}

@@ -1,0 +1,161 @@
+// The state of a node-local team that its parts share: the control block in
+// shared memory (core/team.cpp: agreement, creation), the GPU side
+// (core/team_gpu.cpp) and the queued calls (core/team_queued.cpp). Internal
+// to the core.
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+
+#include "algo_select.hpp"
+#include "call_check.hpp"
+#include "core_state.hpp"
+#include "gpu_port.h"
+#include "gpucoll_core.h"
+#include "ipc_cache.hpp"
+#include "peer_args.h"
+#include "resident.hpp"
+
+namespace gpucoll {
+
+// One rank's slot in the shared control block. A post packs the sequence
+// number of one of the rank's collectives, whether it can take the peer path
+// and whether its buffers can be mapped by the peers (zero-copy): one atomic
+// word, so a reader never sees half an update. Posts and keys alternate
+// between two slots by the parity of the call: a rank that took the peer
+// path for call n may finish it and post n+1 before a slower peer has read
+// its post of n (the root of an LL bcast, the senders of an LL reduce wait
+// for nobody). Before it posts n+2 over its post of n it waits until every
+// peer has `consumed` n, which they are about to do: they all posted n. A
+// post of n that did not lead to the peer path may be overwritten unread:
+// a reader that finds a later call there concludes "cannot", as it would
+// have from the post itself (the rank could not, or staged with the rest).
+// The key is written before the post that publishes it (release/acquire).
+// The buffer descriptors are read only by zero-copy calls, whose kernels
+// need every peer, so one copy serves.
+struct alignas(128) ShmRank {
+    std::atomic<uint64_t> post[2]; // by seq & 1
+    std::atomic<uint64_t> mapped;  // seq << 1 | whether this rank mapped every peer's buffers
+    std::atomic<uint64_t> settled; // seq of the latest call this rank finished reading the keys of
+    std::atomic<uint64_t> consumed; // seq of the latest call this rank is done with in agree()
+    CallKey key[2];                // by seq & 1
+    long pid;
+    IpcDesc src_desc, dst_desc;
+    std::atomic<uint32_t> gpu_state; // 0 not yet, 1 ready, 2 failed
+    int device;
+    int mps;     // its contexts go through an MPS server
+    int sms;     // the SMs this rank's kernels may use (MPS may limit them)
+    char bus_id[32];
+    gpuIpcMemHandle_t handle;
+    std::atomic<uint32_t> departed;   // at team destruction
+    // Alltoallv, published with the post: where rank p's piece lands in this
+    // rank's output (its rdispls, elements), and how many bytes this rank
+    // sends and receives (the grid).
+    uint64_t vrdispl[kMaxPeers];
+    uint64_t vtotal_bytes;
+};
+static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
+
+struct ShmBlock {
+    ShmRank ranks[kMaxPeers];
+};
+
+inline bool same_gpu(const ShmRank &a, const ShmRank &b) { return strncmp(a.bus_id, b.bus_id, sizeof a.bus_id) == 0; }
+
+using Clock = std::chrono::steady_clock;
+
+// Spins until `ready()` or the configured timeout. Now and then it drives
+// MPI's progress (`progress`, if any: gpucoll_team_oob_t says why) and
+// yields, since ranks and threads may share cores.
+template <class F> bool wait_until(void (*progress)(void), F ready)
+{
+    auto deadline = Clock::now() + std::chrono::milliseconds(config().timeout_ms);
+    for (unsigned spin = 0;; spin++) {
+        if (ready()) return true;
+        if ((spin & 1023) == 1023) {
+            if (Clock::now() > deadline) return false;
+            if (progress) progress();
+            sched_yield();
+        }
+    }
+}
+
+} // namespace gpucoll
+
+struct gpucoll_team {
+    int rank = 0, size = 0;
+    gpucoll::ShmBlock *shm = nullptr;
+    void (*progress)(void) = nullptr; // gpucoll_team_oob_t.progress
+    uint64_t seq = 0;        // collectives posted so far
+    uint64_t peer_path_seq[2] = {}; // by seq & 1: the latest such call that agree() sent down the peer path
+    gpucoll::PeerAlgo last_algo{};             // of the latest call that ran (ran_any: there was one)
+    bool ran_any = false;
+    uint64_t epoch = 1;      // next barrier epoch of the GPU flags
+    uint32_t ll_flag = 0;    // flag of the latest LL call (kernels/ll_lines.cuh); never 0 in a call
+    size_t ll_slot_bytes = 0;// 0: no LL area
+    enum { GpuNone, GpuReady, GpuFailed } gpu = GpuNone;
+    int device = -1;
+    char *scratch[gpucoll::kMaxPeers] = {};
+    size_t half_bytes = 0;
+    gpuStream_t stream = nullptr;
+    gpuEvent_t after_default = nullptr; // thread_multiple: orders `stream` after the legacy default stream
+    int *error = nullptr; // host-mapped flag the kernels raise on timeout
+    gpucoll::IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
+    gpucoll::ResidentKernel resident; // serves small calls without a launch each (if ready())
+    gpucoll::GpuShare share;          // what the grids must fit (gpu_share_of), once the GPU is set up
+    bool told_threads = false; // verbose: said once that a kernel took fewer threads than asked
+    int gpu_ranks = 0;         // gpucoll_team_oob_t.gpu_ranks
+    // Queued calls (core/team_queued.cpp): their own stream, which never
+    // waits for the legacy default stream implicitly (so that the caller's
+    // work queued there after the call runs beside the collective) and is
+    // ordered after it at each launch through `queued_after_default`.
+    gpuStream_t queued_stream = nullptr;
+    gpuEvent_t queued_after_default = nullptr;
+    uint64_t queued_launches = 0;  // launched so far
+    uint64_t queued_undrained = 0; // launched since the queue was last seen empty
+    bool broken = false;           // a kernel gave up: the flags are out of step (team_queued.cpp says why it matters)
+    bool ll_cleared_since_agree = false; // the LL area was cleared (flag wrap) after the latest agreement
+    // Device memory for the buffers of queued calls that the kernels cannot
+    // use as they are (host memory, another GPU): kept for reuse, since
+    // freeing device memory waits for the whole GPU.
+    struct Temp {
+        char *ptr;
+        size_t bytes;
+        bool busy;
+    };
+    Temp temps[16] = {};
+    // Where the time of peer-path calls goes, printed at verbose >= 20 when
+    // the team ends: a few clock reads per call, so always on.
+    struct Timing {
+        uint64_t calls = 0;
+        double verdict = 0, agree = 0, launch = 0, wait = 0; // seconds
+    } timing;
+};
+
+namespace gpucoll {
+
+// The LL area of this rank's scratch, after the two halves (kernels/ll_lines.cuh).
+inline char *ll_area(const gpucoll_team *t) { return t->scratch[t->rank] + kDataOffset + 2 * t->half_bytes; }
+
+// The arguments of the kernel that runs `plan` for `a` (src: what it reads
+// as this rank's input, dst: its output), from the next barrier epoch or LL
+// flag, which it takes: every rank builds the same sequence of calls, so the
+// counters stay equal on every rank. In core/team.cpp.
+PeerArgs kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_coll_args_t &a, const char *src, char *dst);
+
+// The GPU side (core/team_gpu.cpp). setup_gpu is collective: every rank
+// calls it at the same call, and all end up ready or none (t->gpu).
+gpucoll_status_t setup_gpu(gpucoll_team *t, int device);
+void release_gpu(gpucoll_team *t);
+
+// Queued calls (core/team_queued.cpp): waits (bounded, driving progress)
+// until every call this rank queued on the team is done, so that a blocking
+// call's agreement keeps its rule that a rank posts a call only when its
+// earlier kernels have finished. False on timeout.
+bool drain_queued(gpucoll_team *t);
+void release_queued(gpucoll_team *t);
+
+} // namespace gpucoll
