@@ -299,6 +299,10 @@ int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info);
 int gpu_port_query_kind(const void *ptr, gpu_port_ptr_info_t *info);
 /* 1 if a GPU driver library could be loaded in this process. */
 int gpu_port_driver_present(void);
+/* The ordinal of the GPU whose context is current in the calling thread:
+ * the application has started using that GPU. -1 if none. Never creates a
+ * context. */
+int gpu_port_context_device(void);
 #ifdef __cplusplus
 }
 #endif
@@ -311,6 +315,11 @@ int gpu_port_driver_present(void);
 
 #if defined(COLL_GPU_HIP)
 int gpu_port_driver_present(void) { return 1; }
+int gpu_port_context_device(void)
+{
+    int d = -1;
+    return hipGetDevice(&d) == hipSuccess ? d : -1;
+}
 int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info);
 int gpu_port_query_kind(const void *ptr, gpu_port_ptr_info_t *info) { return gpu_port_query_pointer(ptr, info); }
 int gpu_port_query_pointer(const void *ptr, gpu_port_ptr_info_t *info)
@@ -336,11 +345,29 @@ typedef CUresult (*gpu_port_get_attrs_fn)(unsigned, CUpointer_attribute *, void 
 static gpu_port_get_attrs_fn gpu_port_get_attrs;
 static pthread_once_t gpu_port_once = PTHREAD_ONCE_INIT;
 
+typedef CUresult (*gpu_port_ctx_current_fn)(CUcontext *);
+typedef CUresult (*gpu_port_ctx_device_fn)(CUdevice *);
+static gpu_port_ctx_current_fn gpu_port_ctx_current;
+static gpu_port_ctx_device_fn gpu_port_ctx_device;
+
 static void gpu_port_load_driver(void)
 {
     /* Loading libcuda does not initialise it; only the application does that. */
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib) gpu_port_get_attrs = (gpu_port_get_attrs_fn)dlsym(lib, "cuPointerGetAttributes");
+    if (!lib) return;
+    gpu_port_get_attrs = (gpu_port_get_attrs_fn)dlsym(lib, "cuPointerGetAttributes");
+    gpu_port_ctx_current = (gpu_port_ctx_current_fn)dlsym(lib, "cuCtxGetCurrent");
+    gpu_port_ctx_device = (gpu_port_ctx_device_fn)dlsym(lib, "cuCtxGetDevice");
+}
+
+int gpu_port_context_device(void)
+{
+    CUcontext ctx = NULL;
+    CUdevice dev = -1;
+    if (!gpu_port_driver_present() || !gpu_port_ctx_current || !gpu_port_ctx_device) return -1;
+    /* CUDA_ERROR_NOT_INITIALIZED: nobody in this process uses CUDA yet. */
+    if (gpu_port_ctx_current(&ctx) != CUDA_SUCCESS || ctx == NULL) return -1;
+    return gpu_port_ctx_device(&dev) == CUDA_SUCCESS ? (int)dev : -1;
 }
 
 int gpu_port_driver_present(void)

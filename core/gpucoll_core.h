@@ -141,6 +141,15 @@ typedef struct gpucoll_coll_args {
  * and the result is in rbuf on return, else GPUCOLL_ERR_UNSUPPORTED tells the
  * caller to take the staged path, as every other rank then does too. */
 gpucoll_status_t gpucoll_team_run(gpucoll_team_t *team, const gpucoll_coll_args_t *args);
+/* Sets the team's GPU side up ahead of any device-buffer call, if every
+ * rank's calling thread has a GPU context current (the application uses
+ * its GPU), on that GPU. Collective and blocking like gpucoll_team_run (the
+ * glue calls it from MPI_Barrier): every rank must call it at the same
+ * point of its collectives. Nothing happens (GPUCOLL_SUCCESS) where the GPU
+ * side is set up already or some rank has no GPU context. It matters for
+ * nonblocking and persistent calls, which take the GPU only once the GPU
+ * side is set up (gpucoll_plan_create) and cannot set it up themselves. */
+gpucoll_status_t gpucoll_team_prepare(gpucoll_team_t *team);
 /* The algorithm the team's latest successful gpucoll_team_run ran, by its
  * name in the algorithm table ("allreduce_ll", ...), for verbose output. */
 const char *gpucoll_team_last_algorithm(const gpucoll_team_t *team);

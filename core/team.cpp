@@ -634,6 +634,27 @@ gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok)
     return no_throw([&] { return agree(t, ++t->seq, ok, false, a, all_ok, &all_direct); });
 }
 
+static gpucoll_status_t team_prepare_body(gpucoll_team_t *t)
+{
+    if (t->gpu != gpucoll_team::GpuNone) return GPUCOLL_SUCCESS; // alike on every rank
+    const int device = gpu_port_context_device();
+    gpucoll_coll_args_t a{};
+    a.kind = GPUCOLL_COLL_ALLREDUCE; // any key: every rank posts the same
+    a.count = 1;
+    a.dtype = GPUCOLL_FLOAT32;
+    a.op = GPUCOLL_OP_SUM;
+    bool all_ok, all_direct;
+    gpucoll_status_t st = agree(t, ++t->seq, device >= 0, false, a, &all_ok, &all_direct);
+    if (st != GPUCOLL_SUCCESS || !all_ok) return st;
+    return setup_gpu(t, device);
+}
+
+extern "C" gpucoll_status_t gpucoll_team_prepare(gpucoll_team_t *t)
+{
+    if (!t) return GPUCOLL_SUCCESS;
+    return no_throw([&] { return team_prepare_body(t); });
+}
+
 extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
 {
     gpucoll_status_t st = no_throw([&] { return gpucoll_team_run_body(t, args); });

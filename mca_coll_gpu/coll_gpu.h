@@ -41,6 +41,7 @@ OMPI_MODULE_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
 /* The functions and modules we displaced, one pair per collective we wrap.
  * X(name) lists them; the module saves, installs and releases through it. */
 #define COLL_GPU_WRAPPED(X)                                                       \
+    X(barrier)                                                                    \
     X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) \
     X(bcast) X(exscan) X(gather) X(gatherv) X(reduce) X(reduce_scatter)           \
     X(reduce_scatter_block) X(scan) X(scatter) X(scatterv) X(reduce_local)        \
@@ -244,6 +245,10 @@ int coll_gpu_ext_op_kind(void *fn, int bf16);
 int coll_gpu_error(gpucoll_status_t status, const char *what);
 
 /* ---- the collectives ------------------------------------------------------ */
+/* MPI_Barrier: the displaced barrier, then the communicator's GPU path set
+ * up if every rank uses its GPU (gpucoll_team_prepare), so that nonblocking
+ * and persistent collectives made after it can take the GPU. */
+int mca_coll_gpu_barrier(ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
                            ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,

@@ -97,3 +97,19 @@ bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, con
     a.local_ok = ok && device_ok;
     return run_on_team(m, &a, rc);
 }
+
+int mca_coll_gpu_barrier(ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    int rc = m->prev.barrier(comm, m->prev.barrier_module);
+    /* After the barrier, where every rank has arrived: the set-up's waits
+     * are then short, however late a rank came (a rank that reads its input
+     * for a minute before the barrier is a correct program). Every rank of a
+     * team-eligible communicator gets here alike: the team (built at the
+     * first such call) and its GPU state are shared verdicts. */
+    if (rc == OMPI_SUCCESS && !m->force_staged && (m->team_pending || m->team) && coll_gpu_team_ensure(m)) {
+        gpucoll_status_t st = gpucoll_team_prepare(m->team);
+        if (st != GPUCOLL_SUCCESS) rc = coll_gpu_error(st, "setting the GPU path up after the barrier");
+    }
+    return rc;
+}
