@@ -78,6 +78,7 @@ bool on_team_gpu(const gpucoll_team *t, const void *p)
 
 gpucoll_team::Temp *take_temp(gpucoll_team *t, size_t bytes)
 {
+    std::lock_guard<std::mutex> lock(t->temps_mu);
     gpucoll_team::Temp *fit = nullptr, *empty = nullptr;
     for (auto &x : t->temps) {
         if (x.busy) continue;
@@ -144,8 +145,9 @@ gpucoll_status_t stand_in(gpucoll_team *t, char *user, size_t bytes, size_t in_b
     return s->temp ? GPUCOLL_SUCCESS : GPUCOLL_ERR_NO_MEMORY;
 }
 
-void give_back(Stand &s)
+void give_back(gpucoll_team *t, Stand &s)
 {
+    std::lock_guard<std::mutex> lock(t->temps_mu);
     if (s.temp) s.temp->busy = false;
     s.temp = nullptr;
 }
@@ -348,8 +350,8 @@ extern "C" void gpucoll_plan_free(gpucoll_plan_t *p)
         gpucoll_status_t st;
         plan_test_body(p, &st);
     }
-    give_back(p->sbuf);
-    give_back(p->rbuf);
+    give_back(p->team, p->sbuf);
+    give_back(p->team, p->rbuf);
     if (p->done) {
         DeviceGuard g(p->team->device);
         gpuEventDestroy(p->done);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <cstring>
 
 #include "algo_select.hpp"
@@ -127,6 +128,9 @@ struct gpucoll_team {
         bool busy;
     };
     Temp temps[16] = {};
+    // A plan is freed from progress, which may run in another thread than
+    // the one creating the next plan (MPI_THREAD_MULTIPLE).
+    std::mutex temps_mu;
     // Where the time of peer-path calls goes, printed at verbose >= 20 when
     // the team ends: a few clock reads per call, so always on.
     struct Timing {
