@@ -1,5 +1,5 @@
-/* The component: its parameters, and the bits of the coll API that differ
- * between Open MPI versions (kept here and in coll_gpu_module.c only). */
+/* The component: its parameters. What differs between Open MPI versions is
+ * in coll_gpu_compat.h. */
 #include "coll_gpu.h"
 
 #include <stddef.h>
@@ -13,11 +13,7 @@ static int gpu_close(void);
 
 mca_coll_gpu_component_t mca_coll_gpu_component = {
     .super = {
-#if OMPI_MAJOR_VERSION >= 5
-        .collm_version = {MCA_COLL_BASE_VERSION_2_4_0,
-#else
-        .collm_version = {MCA_COLL_BASE_VERSION_2_0_0,
-#endif
+        .collm_version = {COLL_GPU_COLL_BASE_VERSION,
                           .mca_component_name = "gpu",
                           MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
                           .mca_open_component = gpu_open,
