@@ -15,6 +15,7 @@ set(COLL_GPU_COMPONENT_BUILD_DIR ${CMAKE_BINARY_DIR}/component)
 set(COLL_GPU_TEST_ENV
   "OMPI_MCA_mca_base_component_path=${COLL_GPU_COMPONENT_BUILD_DIR}:${OMPI_SYSTEM_COMPONENT_DIR}"
   "OMPI_ALLOW_RUN_AS_ROOT=1" "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+  "MPIRUN=${MPIEXEC_EXECUTABLE}" # scripts/netns/two_host_mpirun.sh
   "OMPI_MCA_rmaps_base_oversubscribe=1"
   "PMIX_MCA_pcompress_base_silence_warning=1"
   # CI containers have no InfiniBand: keep UCX/openib from probing it noisily
