@@ -86,8 +86,11 @@ typedef struct gpu_param {
 #define CFG_ENUM(f, v) .type = GPU_PARAM_ENUM, .values = (v), .offset = GPU_DEST(config.f, int)
 
 static const gpu_param_t gpu_params[] = {
-    {.name = "priority", COMP_INT(priority), .level = OPAL_INFO_LVL_6, .def.i = 80,
-     .help = "Priority of coll/gpu; above tuned (30), self (75) and cuda (78) by default"},
+    {.name = "priority", COMP_INT(priority), .level = OPAL_INFO_LVL_6, .def.i = 95,
+     .help = "Priority of coll/gpu; by default above hcoll (90, HPC-X), cuda (78), self (75), han (35) "
+             "and tuned (30), so that device buffers reach it wherever it is installed; host-buffer "
+             "calls go on to the module it displaced (e.g. hcoll). coll/ucc (10 by default) stays "
+             "below unless raised above this (docs/ompi_versions.md)"},
     {.name = "verbose", COMP_INT(verbose), .level = OPAL_INFO_LVL_9, .def.i = 0,
      .help = "Verbosity: 0 silent, 10 selection and why coll/gpu stepped aside, 20 path per call, "
              "50 everything"},
