@@ -109,7 +109,8 @@ copy_header() {  # $1: path relative to the source (or build) tree
   [ -f "$from" ] || { echo "build-openmpi5: $1 not found in the source tree" >&2; exit 1; }
   install -D -m 644 "$from" "$prefix/include/openmpi/$1"
 }
-for h in opal/mca/threads/pthreads/threads_pthreads_mutex.h \
+for h in opal/mca/threads/pthreads/threads_pthreads.h \
+         opal/mca/threads/pthreads/threads_pthreads_mutex.h \
          opal/mca/threads/pthreads/threads_pthreads_threads.h \
          opal/mca/threads/pthreads/threads_pthreads_tsd.h \
          opal/mca/timer/linux/timer_linux.h \
