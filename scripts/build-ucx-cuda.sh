@@ -47,7 +47,8 @@ if [ -f "$prefix/.coll_gpu_build_done" ] && [ -x "$prefix/bin/ucx_info" ]; then
 fi
 
 need=()
-for p in make gcc g++ autoconf automake libtool pkg-config libnuma-dev; do
+# verbs and rdmacm as in Debian's own build (InfiniBand/RoCE transports next to CUDA).
+for p in make gcc g++ autoconf automake libtool pkg-config libnuma-dev libibverbs-dev librdmacm-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
