@@ -47,3 +47,14 @@ set_tests_properties(mpi_component_version_other_layout PROPERTIES
 set_tests_properties(mpi_component_version_same_layout PROPERTIES
   PASS_REGULAR_EXPRESSION "built against Open MPI ${_built_re}, running in ${_same_re}: same module layout.*coll:gpu: enabled on MPI_COMM_WORLD \\(2 ranks\\)"
   FAIL_REGULAR_EXPRESSION "not loading;FAIL;[1-9][0-9]* failed")
+
+# Priority (docs/ompi_versions.md): with a module at HPC-X hcoll's priority 90
+# (here coll/basic raised to 90), coll/gpu's default must still be enabled
+# after it, i.e. sit on top with that module as prev; the collectives then
+# pass through it. One rank, so that the selection lines do not interleave.
+coll_gpu_add_mpi_test(NAME mpi_component_above_priority90 NP 1 LABELS cpu
+  COMMAND $<TARGET_FILE:coll_check> --mem host --quick
+  MCA ${_cpu_mca} coll_basic_priority=90 coll_base_verbose=9)
+set_tests_properties(mpi_component_above_priority90 PROPERTIES
+  PASS_REGULAR_EXPRESSION "selecting +basic, priority +90, Enabled.*selecting +gpu, priority +95, Enabled"
+  FAIL_REGULAR_EXPRESSION "FAIL;[1-9][0-9]* failed")
