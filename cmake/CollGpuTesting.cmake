@@ -15,11 +15,18 @@ set(COLL_GPU_COMPONENT_BUILD_DIR ${CMAKE_BINARY_DIR}/component)
 set(COLL_GPU_TEST_ENV
   "OMPI_MCA_mca_base_component_path=${COLL_GPU_COMPONENT_BUILD_DIR}:${OMPI_SYSTEM_COMPONENT_DIR}"
   "OMPI_ALLOW_RUN_AS_ROOT=1" "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+  "MPIRUN=${MPIEXEC_EXECUTABLE}" # scripts/netns/two_host_mpirun.sh
   "OMPI_MCA_rmaps_base_oversubscribe=1"
   "PMIX_MCA_pcompress_base_silence_warning=1"
   # CI containers have no InfiniBand: keep UCX/openib from probing it noisily
   "OMPI_MCA_btl=self,vader,tcp" "OMPI_MCA_pml=ob1"
   "NCCL_NVLS_ENABLE=0")
+# Open MPI 5.0's bundled PMIx also reads OMPI_MCA_mca_base_component_path and
+# warns about every file there that is not a PMIx component ("bad prefix"):
+# give it its own folder.
+if(COLL_GPU_OMPI_PREFIX AND IS_DIRECTORY "${COLL_GPU_OMPI_PREFIX}/lib/pmix")
+  list(APPEND COLL_GPU_TEST_ENV "PMIX_MCA_mca_base_component_path=${COLL_GPU_OMPI_PREFIX}/lib/pmix")
+endif()
 
 function(coll_gpu_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "LABELS;COMMAND;ENV" ${ARGN})

@@ -19,6 +19,7 @@
 #include "ompi/request/request.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
+#include "coll_gpu_compat.h"
 
 #include "gpucoll_config.h"
 #include "gpucoll_core.h"
@@ -36,7 +37,7 @@ typedef struct mca_coll_gpu_component_t {
     gpucoll_config_t config; /* what the core reads */
 } mca_coll_gpu_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
+COLL_GPU_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
 
 /* The functions and modules we displaced, one pair per collective we wrap.
  * X(name) lists them; the module saves, installs and releases through it. */

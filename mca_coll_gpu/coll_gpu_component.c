@@ -1,5 +1,5 @@
-/* The component: its parameters, and the bits of the coll API that differ
- * between Open MPI versions (kept here and in coll_gpu_module.c only). */
+/* The component: its parameters. What differs between Open MPI versions is
+ * in coll_gpu_compat.h. */
 #include "coll_gpu.h"
 
 #include <stddef.h>
@@ -13,11 +13,7 @@ static int gpu_close(void);
 
 mca_coll_gpu_component_t mca_coll_gpu_component = {
     .super = {
-#if OMPI_MAJOR_VERSION >= 5
-        .collm_version = {MCA_COLL_BASE_VERSION_2_4_0,
-#else
-        .collm_version = {MCA_COLL_BASE_VERSION_2_0_0,
-#endif
+        .collm_version = {COLL_GPU_COLL_BASE_VERSION,
                           .mca_component_name = "gpu",
                           MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
                           .mca_open_component = gpu_open,
@@ -90,8 +86,11 @@ typedef struct gpu_param {
 #define CFG_ENUM(f, v) .type = GPU_PARAM_ENUM, .values = (v), .offset = GPU_DEST(config.f, int)
 
 static const gpu_param_t gpu_params[] = {
-    {.name = "priority", COMP_INT(priority), .level = OPAL_INFO_LVL_6, .def.i = 80,
-     .help = "Priority of coll/gpu; above tuned (30), self (75) and cuda (78) by default"},
+    {.name = "priority", COMP_INT(priority), .level = OPAL_INFO_LVL_6, .def.i = 95,
+     .help = "Priority of coll/gpu; by default above hcoll (90, HPC-X), cuda (78), self (75), han (35) "
+             "and tuned (30), so that device buffers reach it wherever it is installed; host-buffer "
+             "calls go on to the module it displaced (e.g. hcoll). coll/ucc (10 by default) stays "
+             "below unless raised above this (docs/ompi_versions.md)"},
     {.name = "verbose", COMP_INT(verbose), .level = OPAL_INFO_LVL_9, .def.i = 0,
      .help = "Verbosity: 0 silent, 10 selection and why coll/gpu stepped aside, 20 path per call, "
              "50 everything"},

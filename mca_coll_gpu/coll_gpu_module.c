@@ -15,6 +15,7 @@ int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_thread
         COLL_GPU_VERBOSE(10, "disabled by coll_gpu_enable=0");
         return OMPI_ERR_NOT_AVAILABLE;
     }
+    if (coll_gpu_check_runtime_version() != OMPI_SUCCESS) return OMPI_ERR_NOT_AVAILABLE;
     /* No driver, no device memory: stepping aside costs nothing and is always right. */
     if (!gpucoll_driver_present()) {
         if (mca_coll_gpu_component.select_without_gpu) {
@@ -67,7 +68,7 @@ static bool info_forces_staged(ompi_communicator_t *comm)
     char value[32];
     int flag = 0;
     if (info == NULL) return false;
-    if (opal_info_get(info, "coll_gpu_path", sizeof value - 1, value, &flag) != OPAL_SUCCESS || !flag)
+    if (coll_gpu_info_get(info, "coll_gpu_path", value, sizeof value, &flag) != OPAL_SUCCESS || !flag)
         return false;
     return strcmp(value, "staged") == 0;
 }

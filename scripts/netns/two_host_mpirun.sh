@@ -46,7 +46,8 @@ skip() {
     exit $SKIP
 }
 [[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces"
-for tool in ip unshare hostname mpirun; do
+MPIRUN=${MPIRUN:-mpirun} # the tests set the mpirun of the Open MPI they were built against
+for tool in ip unshare hostname "$MPIRUN"; do
     command -v $tool >/dev/null 2>&1 || skip "$tool not found"
 done
 
@@ -117,7 +118,7 @@ echo "netns: $NS_A ($HOST_A, $ADDR_A) <-> $NS_B ($HOST_B, $ADDR_B) over $IFNAME;
 # traps only between foreground commands). mpirun's own --timeout ends the
 # run before a test driver's timeout would kill this script.
 ip netns exec $NS_A unshare --uts /bin/sh -c 'hostname "$1" && shift && exec "$@"' sh "$HOST_A" \
-    mpirun -n "$np" --hostfile "$workdir/hostfile" --map-by node --bind-to none --oversubscribe \
+    "$MPIRUN" -n "$np" --hostfile "$workdir/hostfile" --map-by node --bind-to none --oversubscribe \
     --timeout 280 \
     --mca plm_rsh_agent "$AGENT" \
     --mca oob_tcp_if_include $SUBNET --mca btl_tcp_if_include $SUBNET \

@@ -241,7 +241,8 @@ typedef struct {
     int bound; /* persistent: req made by the init, to be freed */
 } call_t;
 
-#if MPI_VERSION >= 4
+/* Open MPI 5.0 has MPI-4's MPI_<coll>_init while it reports MPI 3.1. */
+#if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
 #define INIT_FORM(Name, ...) MPI_##Name##_init(__VA_ARGS__, MPI_INFO_NULL, &c->req)
 #elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
 #define INIT_FORM(Name, ...) MPIX_##Name##_init(__VA_ARGS__, MPI_INFO_NULL, &c->req)

@@ -49,7 +49,8 @@
 
 #include "test_gpu.h"
 
-#if MPI_VERSION >= 4
+/* Open MPI 5.0 has MPI-4's MPI_<coll>_init while it reports MPI 3.1. */
+#if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
 #define ALLREDUCE_INIT MPI_Allreduce_init
 #elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
 #define ALLREDUCE_INIT MPIX_Allreduce_init

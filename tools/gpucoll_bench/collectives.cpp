@@ -9,8 +9,9 @@
 #include "mpi_types.hpp"
 
 // Persistent collectives: MPI-4 names them MPI_<Coll>_init; Open MPI 4.1
-// (which reports MPI 3.1) has them as MPIX_<Coll>_init in its pcollreq extension.
-#if MPI_VERSION >= 4
+// (which reports MPI 3.1) has them as MPIX_<Coll>_init in its pcollreq extension;
+// Open MPI 5.0 has MPI_<Coll>_init while it still reports MPI 3.1.
+#if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
 #define BENCH_PERSISTENT(name) MPI_##name##_init
 #elif defined(OPEN_MPI)
 #include <mpi-ext.h>
