@@ -272,44 +272,6 @@ void gpucoll_hier_disable(gpucoll_hier_t *h);
  * fail with their own bounded timeouts. */
 gpucoll_status_t gpucoll_hier_run(gpucoll_hier_t *h, const gpucoll_coll_args_t *a);
 
-/* ---- queued calls: nonblocking and persistent collectives ------------------
- * A plan runs one collective on the team's peer kernels without the host
- * agreement of gpucoll_team_run: launching it never waits for another rank,
- * as MPI_I<coll> and MPI_Start must not (docs/nonblocking.md says why each
- * rule below keeps that sound). */
-typedef struct gpucoll_plan gpucoll_plan_t;
-
-/* Plans `a` (ALLREDUCE, REDUCE, BCAST, ALLGATHER, REDUCE_SCATTER_BLOCK or
- * ALLTOALL; count > 0; no vector fields; local_ok is not read). Decides from
- * what every rank of the team knows alike, so that all decide the same:
- * the team's GPU state, which only blocking calls (agreed) change, and the
- * call's kind, count, dtype, op, root and in-place-ness, which MPI makes
- * equal. GPUCOLL_ERR_UNSUPPORTED: every rank stages this call instead.
- * Another error (an earlier kernel of the team gave up, no memory): this
- * rank cannot take part; the peers' kernels will give up on it.
- * Buffers may be any memory: those the kernels cannot use where they are
- * (host, managed, another GPU) are copied through device memory of the
- * team's GPU at each launch and completion. They must stay valid, and for
- * outputs untouched, until the plan is freed. */
-gpucoll_status_t gpucoll_plan_create(gpucoll_team_t *team, const gpucoll_coll_args_t *a, gpucoll_plan_t **plan);
-/* Queues one run of the plan on a stream of the team's, ordered after the
- * work queued on the legacy default stream before the call, and returns
- * without waiting for it or for any rank. Inputs outside the team's GPU are
- * read here. Every rank launches its plans in the same order relative to
- * its other collectives on the team (MPI's rule). Fails (INVALID) while the
- * plan's previous launch is running. */
-gpucoll_status_t gpucoll_plan_launch(gpucoll_plan_t *plan);
-/* 1 when the latest launch is over, with *status its result and the
- * outputs in place (copied back where they are outside the team's GPU);
- * 0 while it runs. Never waits for another rank; a kernel that waits on a
- * peer gives up after timeout_ms (GPUCOLL_ERR_TIMEOUT). */
-int gpucoll_plan_test(gpucoll_plan_t *plan, gpucoll_status_t *status);
-/* Frees the plan, first waiting for a launch still running (bounded: its
- * kernel gives up within timeout_ms). */
-void gpucoll_plan_free(gpucoll_plan_t *plan);
-/* The algorithm the plan runs ("allreduce_ll", ...), for verbose output. */
-const char *gpucoll_plan_algorithm(const gpucoll_plan_t *plan);
-
 #ifdef __cplusplus
 }
 #endif
