@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "gpucoll_config.h"
+#include "gpucoll_oob.h"
 #include "gpucoll_status.h"
 #include "gpucoll_types.h"
 
@@ -63,30 +64,13 @@ gpucoll_status_t gpucoll_local_copy(void *dst, const void *src, size_t bytes);
 /* ---- node-local peer groups (the IPC fast path) ---------------------------- */
 typedef struct gpucoll_team gpucoll_team_t;
 
-/* How the core talks to the other ranks while it builds a team: the glue
- * implements allgather with the collectives it displaced, on host memory.
- * `progress` (may be NULL) drives the MPI library's progress: the team calls
- * it while it waits for its peers, since a peer may be waiting, in another
- * thread or before it reaches the collective, for a message of ours that
- * only moves when this process progresses. */
-typedef struct gpucoll_team_oob {
-    int rank, size;
-    int (*allgather)(const void *in, void *out, size_t bytes_per_rank, void *ctx);
-    void *ctx;
-    void (*progress)(void);
-    /* The most ranks of the caller's communicator that share one GPU, where
-     * they may run peer kernels at the same time in several teams (the
-     * node-local teams of virtual nodes over one GPU); 0: count this team's
-     * ranks only. Equal on every rank. Grids are cut so that all of them
-     * fit on the GPU together (core/algo_select.hpp: co_resident_blocks). */
-    int gpu_ranks;
-} gpucoll_team_oob_t;
+/* The team reaches the other ranks through gpucoll_oob_t (common/gpucoll_oob.h). */
 
 /* Builds the host-side control block shared by the ranks of a communicator
  * whose ranks all run on this node. Collective over `oob`; touches no GPU
  * (the GPU side is set up on first use). Returns GPUCOLL_ERR_UNSUPPORTED
  * when the group cannot have a team (too many ranks, no shared memory). */
-gpucoll_status_t gpucoll_team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **team);
+gpucoll_status_t gpucoll_team_create(const gpucoll_oob_t *oob, gpucoll_team_t **team);
 void gpucoll_team_destroy(gpucoll_team_t *team);
 
 typedef enum gpucoll_coll_kind {
@@ -239,10 +223,10 @@ typedef struct gpucoll_hier gpucoll_hier_t;
 gpucoll_status_t gpucoll_hier_create(const gpucoll_hier_layout_t *layout, const int *rank_of, gpucoll_hier_t **out);
 /* Collective over the L ranks of this node (oob->size == L): the node-local
  * team. With L == 1 nothing is built and oob is not called. */
-gpucoll_status_t gpucoll_hier_connect_local(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob);
+gpucoll_status_t gpucoll_hier_connect_local(gpucoll_hier_t *h, const gpucoll_oob_t *oob);
 /* Collective over the N ranks with this local index (oob->size == N): the
  * UCX group (config.ucx_*). GPUCOLL_ERR_UNSUPPORTED when built without UCX. */
-gpucoll_status_t gpucoll_hier_connect_cross(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob);
+gpucoll_status_t gpucoll_hier_connect_cross(gpucoll_hier_t *h, const gpucoll_oob_t *oob);
 /* One line for verbose output: layout and the UCX device path
  * (GPUDirect or staged, from gpucoll_ucx_describe). */
 size_t gpucoll_hier_describe(const gpucoll_hier_t *h, char *buf, size_t len);

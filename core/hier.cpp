@@ -174,7 +174,7 @@ extern "C" gpucoll_status_t gpucoll_hier_create(const gpucoll_hier_layout_t *lay
     return no_throw([&] { return gpucoll_hier_create_body(layout, rank_of, out); });
 }
 
-static gpucoll_status_t gpucoll_hier_connect_local_body(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
+static gpucoll_status_t gpucoll_hier_connect_local_body(gpucoll_hier_t *h, const gpucoll_oob_t *oob)
 {
     if (h->layout.local_size == 1) return GPUCOLL_SUCCESS;
     if (oob->size != h->layout.local_size || oob->rank != h->layout.local_rank)
@@ -183,12 +183,12 @@ static gpucoll_status_t gpucoll_hier_connect_local_body(gpucoll_hier_t *h, const
     return gpucoll_team_create(oob, &h->team);
 }
 
-extern "C" gpucoll_status_t gpucoll_hier_connect_local(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
+extern "C" gpucoll_status_t gpucoll_hier_connect_local(gpucoll_hier_t *h, const gpucoll_oob_t *oob)
 {
     return no_throw([&] { return gpucoll_hier_connect_local_body(h, oob); });
 }
 
-static gpucoll_status_t gpucoll_hier_connect_cross_body(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
+static gpucoll_status_t gpucoll_hier_connect_cross_body(gpucoll_hier_t *h, const gpucoll_oob_t *oob)
 {
     if (oob->size != h->layout.nnodes || oob->rank != h->layout.node)
         return gpucoll_fail(GPUCOLL_ERR_INVALID, "hier: cross-node oob is rank %d of %d, expected %d of %d", oob->rank,
@@ -200,15 +200,14 @@ static gpucoll_status_t gpucoll_hier_connect_cross_body(gpucoll_hier_t *h, const
     if (cfg.ucx_chunk_bytes) uc.chunk_bytes = cfg.ucx_chunk_bytes;
     if (cfg.ucx_pipeline_depth > 0) uc.pipeline_depth = cfg.ucx_pipeline_depth;
     uc.device_path = (gpucoll_ucx_device_path_t)cfg.ucx_device_path;
-    gpucoll_oob_t o = {oob->rank, oob->size, oob->allgather, oob->ctx};
-    return gpucoll_ucx_group_create(&uc, &o, &h->group);
+    return gpucoll_ucx_group_create(&uc, oob, &h->group);
 #else
     (void)h;
     return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "coll/gpu was built without UCX: no inter-node transport");
 #endif
 }
 
-extern "C" gpucoll_status_t gpucoll_hier_connect_cross(gpucoll_hier_t *h, const gpucoll_team_oob_t *oob)
+extern "C" gpucoll_status_t gpucoll_hier_connect_cross(gpucoll_hier_t *h, const gpucoll_oob_t *oob)
 {
     return no_throw([&] { return gpucoll_hier_connect_cross_body(h, oob); });
 }

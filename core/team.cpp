@@ -126,7 +126,7 @@ int shm_attach(ShmWay way, const ShmExchange &r0)
 
 } // namespace
 
-static gpucoll_status_t team_create_body(const gpucoll_team_oob_t *oob, gpucoll_team_t **out, TeamShm shm)
+static gpucoll_status_t team_create_body(const gpucoll_oob_t *oob, gpucoll_team_t **out, TeamShm shm)
 {
     *out = nullptr;
     if (oob->size > kMaxPeers || oob->size > config().max_peers)
@@ -180,12 +180,12 @@ static gpucoll_status_t team_create_body(const gpucoll_team_oob_t *oob, gpucoll_
     return GPUCOLL_SUCCESS;
 }
 
-gpucoll_status_t gpucoll::team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **out, TeamShm shm)
+gpucoll_status_t gpucoll::team_create(const gpucoll_oob_t *oob, gpucoll_team_t **out, TeamShm shm)
 {
     return no_throw([&] { return team_create_body(oob, out, shm); });
 }
 
-extern "C" gpucoll_status_t gpucoll_team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **out)
+extern "C" gpucoll_status_t gpucoll_team_create(const gpucoll_oob_t *oob, gpucoll_team_t **out)
 {
     return team_create(oob, out, TeamShm::MemfdFirst);
 }

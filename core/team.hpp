@@ -12,7 +12,7 @@ namespace gpucoll {
 enum class TeamShm { MemfdFirst, NamedOnly };
 
 // gpucoll_team_create with the choice above.
-gpucoll_status_t team_create(const gpucoll_team_oob_t *oob, gpucoll_team_t **out, TeamShm shm);
+gpucoll_status_t team_create(const gpucoll_oob_t *oob, gpucoll_team_t **out, TeamShm shm);
 
 // Tests of the agreement (tests/core/test_team_agree.cpp), which needs no
 // GPU: the next call's agreement alone, for an allreduce of one float that

@@ -69,7 +69,7 @@ inline bool same_gpu(const ShmRank &a, const ShmRank &b) { return strncmp(a.bus_
 using Clock = std::chrono::steady_clock;
 
 // Spins until `ready()` or the configured timeout. Now and then it drives
-// MPI's progress (`progress`, if any: gpucoll_team_oob_t says why) and
+// MPI's progress (`progress`, if any: gpucoll_oob_t says why) and
 // yields, since ranks and threads may share cores.
 template <class F> bool wait_until(void (*progress)(void), F ready)
 {
@@ -89,7 +89,7 @@ template <class F> bool wait_until(void (*progress)(void), F ready)
 struct gpucoll_team {
     int rank = 0, size = 0;
     gpucoll::ShmBlock *shm = nullptr;
-    void (*progress)(void) = nullptr; // gpucoll_team_oob_t.progress
+    void (*progress)(void) = nullptr; // gpucoll_oob_t.progress
     uint64_t seq = 0;        // collectives posted so far
     uint64_t peer_path_seq[2] = {}; // by seq & 1: the latest such call that agree() sent down the peer path
     gpucoll::PeerAlgo last_algo{};             // of the latest call that ran (ran_any: there was one)
@@ -108,7 +108,7 @@ struct gpucoll_team {
     gpucoll::ResidentKernel resident; // serves small calls without a launch each (if ready())
     gpucoll::GpuShare share;          // what the grids must fit (gpu_share_of), once the GPU is set up
     bool told_threads = false; // verbose: said once that a kernel took fewer threads than asked
-    int gpu_ranks = 0;         // gpucoll_team_oob_t.gpu_ranks
+    int gpu_ranks = 0;         // gpucoll_oob_t.gpu_ranks
     // Queued calls (core/team_queued.cpp): their own stream, which never
     // waits for the legacy default stream implicitly (so that the caller's
     // work queued there after the call runs beside the collective) and is

@@ -168,7 +168,7 @@ void coll_gpu_request_fini(void);
 /* Builds the team on first use (collective: every rank reaches it at the same
  * call). True if the communicator has one. */
 bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m);
-/* gpucoll_team_oob_t.progress: Open MPI's progress engine. */
+/* gpucoll_oob_t.progress: Open MPI's progress engine. */
 void coll_gpu_mpi_progress(void);
 bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
                        size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc);

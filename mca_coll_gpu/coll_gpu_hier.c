@@ -75,7 +75,7 @@ static int oob_round(mca_coll_gpu_module_t *m, const hier_oob_header_t *mine, co
     return rc;
 }
 
-/* gpucoll_team_oob_t.allgather over the subset in ctx. */
+/* gpucoll_oob_t.allgather over the subset in ctx. */
 static int subset_allgather(const void *in, void *out, size_t bytes, void *ctxp)
 {
     hier_oob_ctx_t *ctx = ctxp;
@@ -239,7 +239,7 @@ static bool hier_ensure(mca_coll_gpu_module_t *m)
      * every rank on that GPU must fit it together. */
     for (int j = 0; j < layout.local_size; j++) members[j] = rank_of[layout.node * layout.local_size + j];
     hier_oob_ctx_t lctx = {m, members, layout.local_size, 1};
-    gpucoll_team_oob_t loob = {layout.local_rank, layout.local_size, subset_allgather, &lctx, coll_gpu_mpi_progress,
+    gpucoll_oob_t loob = {layout.local_rank, layout.local_size, subset_allgather, &lctx, coll_gpu_mpi_progress,
                                most_ranks_on_one_gpu(all, size)};
     st = h ? gpucoll_hier_connect_local(h, &loob) : GPUCOLL_ERR_NO_MEMORY;
     if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: node-local team: %s", comm->c_name, gpucoll_last_error());
@@ -250,7 +250,7 @@ static bool hier_ensure(mca_coll_gpu_module_t *m)
     /* Phase 2: the UCX group over the ranks with my local index. */
     for (int n = 0; n < layout.nnodes; n++) members[n] = rank_of[n * layout.local_size + layout.local_rank];
     hier_oob_ctx_t cctx = {m, members, layout.nnodes, 2};
-    gpucoll_team_oob_t coob = {layout.node, layout.nnodes, subset_allgather, &cctx, coll_gpu_mpi_progress, 0};
+    gpucoll_oob_t coob = {layout.node, layout.nnodes, subset_allgather, &cctx, coll_gpu_mpi_progress, 0};
     st = gpucoll_hier_connect_cross(h, &coob);
     if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: UCX group: %s", comm->c_name, gpucoll_last_error());
     if (!drain(m, 2, st == GPUCOLL_SUCCESS)) {

@@ -169,7 +169,7 @@ bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m)
 {
     if (!m->team_pending) return m->team != NULL;
     m->team_pending = false;
-    gpucoll_team_oob_t oob = {ompi_comm_rank(m->comm), ompi_comm_size(m->comm), team_allgather, m,
+    gpucoll_oob_t oob = {ompi_comm_rank(m->comm), ompi_comm_size(m->comm), team_allgather, m,
                               coll_gpu_mpi_progress, 0};
     if (gpucoll_team_create(&oob, &m->team) != GPUCOLL_SUCCESS) {
         /* Every rank reaches the same verdict: the exchange is collective. */

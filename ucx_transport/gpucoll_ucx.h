@@ -27,6 +27,7 @@
 
 #include "gpucoll_config.h"
 #include "gpucoll_status.h"
+#include "gpucoll_oob.h"
 #include "gpucoll_types.h"
 
 #ifdef __cplusplus
@@ -35,25 +36,12 @@ extern "C" {
 
 /* ---- out-of-band exchange ------------------------------------------------ */
 
-/* How the transport reaches the other ranks before it has any connection.
- *
- * `allgather` promises:
- *  - it is collective over all `size` ranks and blocks until done; every rank
- *    calls it the same number of times, in the same order, with the same
- *    `bytes_per_rank`;
- *  - `in` holds this rank's `bytes_per_rank` bytes; on success `out` holds
- *    size * bytes_per_rank bytes, rank i's contribution at i * bytes_per_rank;
- *  - it returns 0 on success and nonzero on failure (group creation then
- *    fails with GPUCOLL_ERR_TRANSPORT);
- *  - it never calls back into this library.
- * The transport calls it only from inside gpucoll_ucx_group_create (never
- * from a collective, progress or destroy), so the OOB channel only has to
- * live as long as that call. `ctx` is passed through untouched. */
-typedef struct gpucoll_oob {
-    int rank, size;
-    int (*allgather)(const void *in, void *out, size_t bytes_per_rank, void *ctx);
-    void *ctx;
-} gpucoll_oob_t;
+/* How the transport reaches the other ranks before it has any connection:
+ * gpucoll_oob_t (common/gpucoll_oob.h; `progress` and `gpu_ranks` are not
+ * read here). The transport calls `allgather` only from inside
+ * gpucoll_ucx_group_create (never from a collective, progress or destroy),
+ * so the channel only has to live as long as that call; a failure makes the
+ * group's creation fail with GPUCOLL_ERR_TRANSPORT. */
 
 /* ---- configuration ------------------------------------------------------- */
 

@@ -57,7 +57,7 @@ void hold_rank1(int rank, uint64_t seq)
     gpucoll::team_test_before_launch = hold_rank1;
     if (gpuSetDevice(0) != gpuSuccess) _exit(3);
     ForkedRank me{&sh->oob, rank, kRanks, 0};
-    gpucoll_team_oob_t oob{rank, kRanks, forked_allgather, &me, nullptr};
+    gpucoll_oob_t oob{rank, kRanks, forked_allgather, &me, nullptr};
     gpucoll_team_t *team = nullptr;
     if (gpucoll_team_create(&oob, &team) != GPUCOLL_SUCCESS) _exit(4);
     float *buf = nullptr;

@@ -66,7 +66,7 @@ struct Scenario {
     g_hold_us = s.hold_us;
     gpucoll::team_test_after_post = hold;
     ForkedRank me{&sh->oob, rank, s.size, 0};
-    gpucoll_team_oob_t oob{rank, s.size, forked_allgather, &me, nullptr};
+    gpucoll_oob_t oob{rank, s.size, forked_allgather, &me, nullptr};
     gpucoll_team_t *team = nullptr;
     if (gpucoll_team_create(&oob, &team) != GPUCOLL_SUCCESS) _exit(3);
     if (rank == s.late_rank) usleep(s.late_us);

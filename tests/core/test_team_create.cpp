@@ -104,7 +104,7 @@ enum Exit { kTeam = 0, kNoTeam = 3, kBadStatus = 4 };
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(kBadStatus);
     }
     Child c{sock, rank, kill_round, 0};
-    gpucoll_team_oob_t oob{rank, size, child_allgather, &c};
+    gpucoll_oob_t oob{rank, size, child_allgather, &c};
     gpucoll_team_t *team = nullptr;
     gpucoll_status_t st = named ? gpucoll::team_create(&oob, &team, gpucoll::TeamShm::NamedOnly)
                                 : gpucoll_team_create(&oob, &team);

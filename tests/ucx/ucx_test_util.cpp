@@ -166,7 +166,7 @@ gpucoll_ucx_config_t make_config(const Options &opt, int default_timeout_ms)
 
 gpucoll_oob_t world_oob()
 {
-    gpucoll_oob_t oob;
+    gpucoll_oob_t oob{};
     oob.rank = rank();
     oob.size = size();
     oob.allgather = oob_allgather;
