@@ -133,7 +133,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
             (is_direct(e.algo) != direct || (direct && (e.protocol == Protocol::ZeroCopyPush) != push) ||
              (is_ll(e.algo) && !ll)))
             continue;
-        if (queued && (e.one_way || is_direct(e.algo))) continue;
+        if (queued && (e.one_way || (is_direct(e.algo) && !direct))) continue;
         if (e.reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
         if (!e.reduces && a.op != GPUCOLL_OP_NONE) return false;
         plan->algo = e.algo;

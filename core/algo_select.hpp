@@ -32,7 +32,8 @@ struct GpuShare {
 // team whose ranks all share one GPU moves data through one HBM, which
 // favours other zero-copy kernels than links do. `queued`: the call runs
 // without a host agreement (nonblocking, persistent), so only algorithms in
-// which every rank waits for every other serve (no zero-copy, no one-way LL).
+// which every rank waits for every other serve (no one-way LL; zero-copy
+// only with `direct`: a persistent plan whose buffers every rank mapped).
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
                Plan *plan, const GpuShare &share = GpuShare{}, bool queued = false);
 inline bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan)

@@ -156,8 +156,15 @@ typedef struct gpucoll_plan gpucoll_plan_t;
  * Buffers may be any memory: those the kernels cannot use where they are
  * (host, managed, another GPU) are copied through device memory of the
  * team's GPU at each launch and completion. They must stay valid, and for
- * outputs untouched, until the plan is freed. */
-gpucoll_status_t gpucoll_plan_create(gpucoll_team_t *team, const gpucoll_coll_args_t *a, gpucoll_plan_t **plan);
+ * outputs untouched, until the plan is freed.
+ * `persistent`: the plan will be launched many times on the same buffers
+ * (MPI_Start). Where the call may run zero-copy, its buffers are then
+ * published for the peers to map, and once every rank has mapped every
+ * other's (found at launches, never waited for: typically from the third
+ * launch on) the plan runs zero-copy, alike on every rank; the mappings are
+ * held until the plan is freed. */
+gpucoll_status_t gpucoll_plan_create(gpucoll_team_t *team, const gpucoll_coll_args_t *a, int persistent,
+                                     gpucoll_plan_t **plan);
 /* Queues one run of the plan on a stream of the team's, ordered after the
  * work queued on the legacy default stream before the call, and returns
  * without waiting for it or for any rank. Inputs outside the team's GPU are

@@ -291,10 +291,12 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, cons
     return GPUCOLL_SUCCESS;
 }
 
-// Points the zero-copy kernels that move pieces at them (peer_args.h):
-// Reduce_scatter(_block) at this rank's block of every input, Allgatherv and
-// Alltoallv at each peer's piece of our input and its place in the peer's output.
-void place_pieces(const gpucoll_team *t, const gpucoll_coll_args_t &a, size_t elt, PeerArgs *k)
+} // namespace
+
+// Reduce_scatter(_block) at this rank's block of every input, Allgatherv,
+// Alltoall and Alltoallv at each peer's piece of our input and its place in
+// the peer's output.
+void gpucoll::place_pieces(const gpucoll_team *t, const gpucoll_coll_args_t &a, size_t elt, PeerArgs *k)
 {
     const int me = t->rank;
     if (k->algo == PeerAlgo::ReduceScatterDirect) {
@@ -317,13 +319,12 @@ void place_pieces(const gpucoll_team *t, const gpucoll_coll_args_t &a, size_t el
     }
 }
 
-// Whether what this rank's zero-copy kernel touches in peer r's buffers lies
-// inside the allocations r described: offsets and displacements come from
-// another process, and a wrong one would be a store into someone else's data.
-bool peer_ranges_fit(const gpucoll_team *t, const gpucoll_coll_args_t &a, int r, size_t elt)
+// Offsets and displacements come from another process, and a wrong one
+// would be a store into someone else's data.
+bool gpucoll::peer_ranges_fit(const gpucoll_team *t, const gpucoll_coll_args_t &a, int r, size_t elt,
+                              const IpcDesc &s, const IpcDesc &d)
 {
     const ShmRank &peer = t->shm->ranks[r];
-    const IpcDesc &s = peer.src_desc, &d = peer.dst_desc;
     switch (a.kind) {
     case GPUCOLL_COLL_ALLGATHERV:
     case GPUCOLL_COLL_ALLTOALL:
@@ -346,6 +347,8 @@ bool peer_ranges_fit(const gpucoll_team *t, const gpucoll_coll_args_t &a, int r,
     }
 }
 
+namespace {
+
 // The size the grid of a vector kind is cut for, equal on every rank (the
 // barriers pair block b with block b): alltoallv takes the largest of what
 // the ranks published, the others their common total.
@@ -357,10 +360,11 @@ size_t vector_grid_elems(const gpucoll_team *t, const gpucoll_coll_args_t &a)
     return most / gpucoll_dtype_size(a.dtype);
 }
 
-// Whether this call may run zero-copy from this rank's side: a kind with a
-// direct kernel, large enough, buffers that can be exported and are aligned
-// for 16-byte accesses (the peers access them with our layout).
-bool direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, size_t elt, int nranks)
+} // namespace
+
+// The peers access our buffers with our layout: the caller checks that they
+// can be exported and are aligned for 16-byte accesses.
+bool gpucoll::direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, size_t elt, int nranks)
 {
     size_t bytes = a.count * elt;
     switch (a.kind) {
@@ -379,7 +383,6 @@ bool direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg,
     }
 }
 
-} // namespace
 
 PeerArgs gpucoll::kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_coll_args_t &a, const char *src,
                               char *dst)
@@ -501,7 +504,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
             const ShmRank &peer = t->shm->ranks[r];
             mapped = (peer_src[r] = pins.map(peer.pid, peer.src_desc)) != nullptr &&
                      (peer_dst_c[r] = pins.map(peer.pid, peer.dst_desc)) != nullptr;
-            if (mapped && !peer_ranges_fit(t, a, r, elt)) {
+            if (mapped && !peer_ranges_fit(t, a, r, elt, peer.src_desc, peer.dst_desc)) {
                 mapped = false;
                 gpucoll_fail(GPUCOLL_ERR_INVALID, "rank %d's buffer is smaller than this call reaches into", r);
             }

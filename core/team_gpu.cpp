@@ -54,6 +54,10 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
         return gpu_error("allocating error flag", e);
     *t->error = 0;
+    if ((e = gpuHostAlloc((void **)&t->queued_done, sizeof(uint64_t), gpuHostAllocMapped | gpuHostAllocPortable)) !=
+        gpuSuccess)
+        return gpu_error("allocating the completion word of queued calls", e);
+    *t->queued_done = 0;
     // Without it every call launches its own kernel, which is as correct.
     if (config().resident_us > 0) {
         if (t->resident.init() != GPUCOLL_SUCCESS && config().verbose >= 10)
@@ -177,6 +181,7 @@ void release_gpu(gpucoll_team *t)
     if (t->stream) gpuStreamDestroy(t->stream);
     if (t->after_default) gpuEventDestroy(t->after_default);
     if (t->error) gpuFreeHost(t->error);
+    if (t->queued_done) gpuFreeHost(t->queued_done);
 }
 
 } // namespace gpucoll

@@ -13,11 +13,16 @@
 //   one, which keeps the scratch halves and the LL parities in step.
 // - A blocking call drains this rank's queue before it posts (team.cpp),
 //   so the agreement's own rule holds across the two kinds of call.
+// - A persistent plan runs zero-copy once every rank has mapped every
+//   other's buffers, which they learn through the team's shared memory
+//   without waiting (zero_copy_from_now below says how all switch at the
+//   same launch).
 // - A kernel that gave up leaves the barrier epochs out of step: the team
 //   then fails every later queued call with an error rather than staging
 //   it, since ranks that have not seen the failure yet would launch kernels
 //   while this one waited in a host collective for them.
 #include <cstdio>
+#include <memory>
 #include <new>
 
 #include "device_guard.hpp"
@@ -118,15 +123,29 @@ constexpr uint32_t kQueuedLLFlagLimit = UINT32_MAX - 1;
 struct gpucoll_plan {
     gpucoll_team *team = nullptr;
     gpucoll_coll_args_t a{};
-    Plan plan{}, no_ll{}; // no_ll: the same call without the LL kernels (the flag guard)
+    Plan plan{}, no_ll{}; // no_ll: the same call without the LL kernels (the flag guard), built when needed
+    bool have_no_ll = false;
     int blocks = 0, no_ll_blocks = 0;
     Stand sbuf, rbuf;
     const char *src = nullptr; // what the kernel reads and writes (stand-ins where there are)
     char *dst = nullptr;
-    gpuEvent_t done = nullptr;
+    uint64_t done_value = 0; // *team->queued_done reaches it when the latest launch is over
+    unsigned polls = 0;      // tests of the latest launch (launch_over)
     bool running = false, launched = false;
     gpucoll_status_t status = GPUCOLL_SUCCESS; // of the latest launch that ended
     PeerAlgo ran{};
+    // Persistent plans whose buffers the peers may map (slot >= 0): the
+    // plan's number, its slot in every rank's PersistSlot array, and what
+    // the switch to zero-copy needs and holds until the plan is freed.
+    int slot = -1;
+    uint32_t number = 0;
+    uint64_t launches = 0;
+    bool announced = false, zero_copy = false;
+    Plan zc{};
+    int zc_blocks = 0;
+    std::unique_ptr<IpcPins> pins;
+    const char *peer_src[kMaxPeers] = {};
+    char *peer_dst[kMaxPeers] = {};
 };
 
 namespace {
@@ -152,7 +171,114 @@ void give_back(gpucoll_team *t, Stand &s)
     s.temp = nullptr;
 }
 
-gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &args, gpucoll_plan **out)
+// A persistent plan's buffers, published in its slot for the peers to map:
+// where the call may run zero-copy at all and both buffers are the
+// caller's own, on the team's GPU, aligned for 16-byte accesses and
+// exportable. A rank that does not publish keeps every rank on scratch.
+void publish_buffers(gpucoll_plan *p)
+{
+    gpucoll_team *t = p->team;
+    const gpucoll_config_t &cfg = config();
+    if (p->sbuf.temp || p->rbuf.temp || !p->dst) return;
+    if (!direct_candidate(p->a, cfg, gpucoll_dtype_size(p->a.dtype), t->size)) return;
+    if ((uintptr_t)p->src % 16 || (uintptr_t)p->dst % 16) return;
+    if (!make_plan(p->a, t->rank, t->size, cfg, true, &p->zc, t->share, true) || !is_direct(p->zc.algo)) return;
+    const int slot = (int)(p->number % kPersistSlots);
+    {
+        std::lock_guard<std::mutex> lock(t->temps_mu);
+        if (t->persist_slot_busy[slot]) return; // an older plan of ours holds it
+        t->persist_slot_busy[slot] = true;
+    }
+    PersistSlot &mine = t->shm->ranks[t->rank].persist[slot];
+    gpu_port_ptr_info_t si{}, di{};
+    gpu_port_query_pointer(p->src, &si);
+    gpu_port_query_pointer(p->dst, &di);
+    if (!t->ipc->describe(p->src, si, &mine.src) || !t->ipc->describe(p->dst, di, &mine.dst)) {
+        std::lock_guard<std::mutex> lock(t->temps_mu);
+        t->persist_slot_busy[slot] = false;
+        return;
+    }
+    p->pins.reset(new (std::nothrow) IpcPins(t->ipc, t->device));
+    if (!p->pins) {
+        std::lock_guard<std::mutex> lock(t->temps_mu);
+        t->persist_slot_busy[slot] = false;
+        return;
+    }
+    p->zc_blocks = blocks_for(p->zc, gpucoll_dtype_size(p->a.dtype), cfg, t->size, t->share);
+    p->slot = slot;
+    mine.word.store((uint64_t)(p->number + 1) << 32, std::memory_order_release);
+}
+
+void unpublish_buffers(gpucoll_plan *p)
+{
+    if (p->slot < 0) return;
+    gpucoll_team *t = p->team;
+    t->shm->ranks[t->rank].persist[p->slot].word.store(0, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(t->temps_mu);
+    t->persist_slot_busy[p->slot] = false;
+    p->slot = -1;
+}
+
+// Maps every peer's published buffers of the plan (held until it is freed).
+bool map_peers(gpucoll_plan *p)
+{
+    gpucoll_team *t = p->team;
+    const size_t elt = gpucoll_dtype_size(p->a.dtype);
+    for (int r = 0; r < t->size; r++) {
+        if (r == t->rank) continue;
+        const ShmRank &peer = t->shm->ranks[r];
+        const PersistSlot &ps = peer.persist[p->slot];
+        if (!(p->peer_src[r] = p->pins->map(peer.pid, ps.src)) || !(p->peer_dst[r] = p->pins->map(peer.pid, ps.dst)))
+            return false;
+        if (!peer_ranges_fit(t, p->a, r, elt, ps.src, ps.dst))
+            return gpucoll_fail(GPUCOLL_ERR_INVALID, "rank %d's buffer is smaller than this call reaches into", r),
+                   false;
+    }
+    return true;
+}
+
+// Whether a persistent plan runs zero-copy from this launch (p->launches)
+// on, decided alike on every rank without waiting. A rank announces, in its
+// slot's word, the launch at which it had mapped every peer's buffers;
+// launch n runs zero-copy if every rank announced at a launch before n.
+// Every rank sees the same announcements: when a rank starts launch n its
+// launch n-1 is over, so every rank's kernel n-1 has started, after that
+// rank's host wrote whatever it announced up to launch n-1; what it
+// announces later says n or more and fails the test anyway. A slot holds
+// the plan's number until every rank has stopped launching the plan (MPI:
+// every rank starts it as often), so no rank reads another plan's word.
+void zero_copy_from_now(gpucoll_plan *p)
+{
+    gpucoll_team *t = p->team;
+    const uint64_t tag = (uint64_t)(p->number + 1) << 32, n = p->launches;
+    auto word_of = [&](int r) { return t->shm->ranks[r].persist[p->slot].word.load(std::memory_order_acquire); };
+    if (!p->announced) {
+        for (int r = 0; r < t->size; r++)
+            if ((word_of(r) & ~0xffffffffull) != tag) return; // not published (yet, or ever)
+        if (n > 0xffffffffull) return;
+        if (!map_peers(p)) {
+            if (config().verbose >= 10)
+                fprintf(stderr, "coll:gpu: rank %d: persistent plan %u stays on scratch: %s\n", t->rank, p->number,
+                        gpucoll_last_error());
+            unpublish_buffers(p); // never announced: no rank switches
+            return;
+        }
+        t->shm->ranks[t->rank].persist[p->slot].word.store(tag | n, std::memory_order_release);
+        p->announced = true;
+        return;
+    }
+    for (int r = 0; r < t->size; r++) {
+        const uint64_t w = word_of(r);
+        if ((w & ~0xffffffffull) != tag || (uint32_t)w == 0 || (uint32_t)w >= n) return;
+    }
+    p->zero_copy = true;
+    if (config().verbose >= 20)
+        fprintf(stderr, "coll:gpu: rank %d: persistent plan %u runs zero-copy (%s) from its launch %llu\n", t->rank,
+                p->number, algo_name(p->zc.algo), (unsigned long long)n);
+}
+
+gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &args, bool persistent,
+                                  gpucoll_plan **out)
 {
     *out = nullptr;
     const gpucoll_config_t &cfg = config();
@@ -190,17 +316,11 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     } cleanup{p};
     p->team = t;
     p->a = a;
-    gpucoll_config_t plain = cfg;
-    plain.ll_max_bytes = 0;
-    if (!make_plan(a, t->rank, t->size, cfg, false, &p->plan, t->share, true) ||
-        !make_plan(a, t->rank, t->size, plain, false, &p->no_ll, t->share, true))
+    if (!make_plan(a, t->rank, t->size, cfg, false, &p->plan, t->share, true))
         return GPUCOLL_ERR_UNSUPPORTED; // no kernel for the type and op: alike everywhere
-    for (Plan *q : {&p->plan, &p->no_ll}) {
-        if (!is_ll(q->algo)) q->chunk = std::min(q->chunk, max_chunk_elems(*q, t->half_bytes, elt));
-        if (q->chunk == 0) return GPUCOLL_ERR_UNSUPPORTED;
-    }
+    if (!is_ll(p->plan.algo)) p->plan.chunk = std::min(p->plan.chunk, max_chunk_elems(p->plan, t->half_bytes, elt));
+    if (p->plan.chunk == 0) return GPUCOLL_ERR_UNSUPPORTED;
     p->blocks = blocks_for(p->plan, elt, cfg, t->size, t->share);
-    p->no_ll_blocks = blocks_for(p->no_ll, elt, cfg, t->size, t->share);
 
     // From here on every rank takes the peer path: failures are errors.
     const Extents e = extents_of(a, t->rank, t->size);
@@ -214,12 +334,30 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     p->src = a.sbuf ? (p->sbuf.temp ? p->sbuf.temp->ptr : static_cast<const char *>(a.sbuf))
              : a.kind == GPUCOLL_COLL_ALLGATHER ? rbuf + (size_t)t->rank * bytes
                                                 : rbuf;
-    DeviceGuard g(t->device);
-    gpuError_t ge = gpuEventCreateWithFlags(&p->done, gpuEventDisableTiming);
-    if (ge != gpuSuccess) return gpu_error("creating an event", ge);
+    if (persistent) {
+        p->number = t->persistent_plans++; // counted on every rank alike, whether it publishes or not
+        publish_buffers(p);
+    }
     *out = p;
     p = nullptr; // handed over
     return GPUCOLL_SUCCESS;
+}
+
+// The plan without the LL kernels, for launches after the LL flag guard
+// tripped; built on first need (alike on every rank, as the guard is).
+bool no_ll_plan(gpucoll_plan *p)
+{
+    if (p->have_no_ll) return true;
+    gpucoll_team *t = p->team;
+    gpucoll_config_t plain = config();
+    plain.ll_max_bytes = 0;
+    const size_t elt = gpucoll_dtype_size(p->a.dtype);
+    if (!make_plan(p->a, t->rank, t->size, plain, false, &p->no_ll, t->share, true)) return false;
+    p->no_ll.chunk = std::min(p->no_ll.chunk, max_chunk_elems(p->no_ll, t->half_bytes, elt));
+    if (p->no_ll.chunk == 0) return false;
+    p->no_ll_blocks = blocks_for(p->no_ll, elt, plain, t->size, t->share);
+    p->have_no_ll = true;
+    return true;
 }
 
 gpucoll_status_t plan_launch_body(gpucoll_plan *p)
@@ -239,10 +377,29 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     for (const Stand *s : {&p->sbuf, &p->rbuf})
         if (s->temp && s->in_bytes && (st = gpucoll_copy(s->temp->ptr, s->user, s->in_bytes)) != GPUCOLL_SUCCESS)
             return st;
-    const bool ll = !is_ll(p->plan.algo) || ll_allowed(t);
-    const Plan &plan = ll ? p->plan : p->no_ll;
-    const int blocks = ll ? p->blocks : p->no_ll_blocks;
-    PeerArgs k = kernel_args(t, plan, p->a, p->src, p->dst);
+    p->launches++;
+    if (p->slot >= 0 && !p->zero_copy) zero_copy_from_now(p);
+    const Plan *plan = &p->plan;
+    int blocks = p->blocks;
+    if (p->zero_copy) {
+        plan = &p->zc;
+        blocks = p->zc_blocks;
+    } else if (is_ll(p->plan.algo) && !ll_allowed(t)) {
+        if (!no_ll_plan(p)) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no plan without the LL kernels");
+        plan = &p->no_ll;
+        blocks = p->no_ll_blocks;
+    }
+    PeerArgs k = kernel_args(t, *plan, p->a, p->src, p->dst);
+    if (p->zero_copy) {
+        for (int r = 0; r < t->size; r++) {
+            k.peer_src[r] = r == t->rank ? k.src : p->peer_src[r];
+            k.peer_dst[r] = r == t->rank ? k.dst : p->peer_dst[r];
+        }
+        if (plan->algo == PeerAlgo::ReduceScatterDirect || plan->algo == PeerAlgo::VectorPush)
+            place_pieces(t, p->a, gpucoll_dtype_size(p->a.dtype), &k);
+    }
+    k.done_word = t->queued_done;
+    k.done_value = p->done_value = t->queued_launches + 1;
     gpuError_t e;
     if ((e = gpuEventRecord(t->queued_after_default, nullptr)) != gpuSuccess ||
         (e = gpuStreamWaitEvent(t->queued_stream, t->queued_after_default, 0)) != gpuSuccess)
@@ -250,13 +407,13 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     if (!launch_peer_kernel(k, p->a.dtype, p->a.op, blocks, cfg.threads_per_block, t->queued_stream))
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(p->a.dtype),
                             gpucoll_op_name(p->a.op));
-    if ((e = gpuGetLastError()) != gpuSuccess || (e = gpuEventRecord(p->done, t->queued_stream)) != gpuSuccess) {
+    if ((e = gpuGetLastError()) != gpuSuccess) {
         t->broken = true; // the peers' kernels of this call wait for ours
         return gpu_error("launching a queued peer kernel", e);
     }
     kernels_queued(+1);
     p->running = p->launched = true;
-    p->ran = plan.algo;
+    p->ran = plan->algo;
     t->queued_launches++;
     t->queued_undrained++;
     return GPUCOLL_SUCCESS;
@@ -273,6 +430,28 @@ gpucoll_status_t queued_kernel_result(gpucoll_team *t)
     return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms", config().timeout_ms);
 }
 
+bool reported_done(const gpucoll_plan *p)
+{
+    return __atomic_load_n(p->team->queued_done, __ATOMIC_ACQUIRE) >= p->done_value;
+}
+
+// Whether the latest launch is over: from the word its kernel writes last
+// (no driver call), and now and then from the stream too, since a kernel
+// that faulted writes nothing. *failed: with a driver error (in the log).
+bool launch_over(gpucoll_plan *p, unsigned poll, gpucoll_status_t *failed)
+{
+    *failed = GPUCOLL_SUCCESS;
+    if (reported_done(p)) return true;
+    if (poll % 64 != 63) return false;
+    gpuError_t e = gpuStreamQuery(p->team->queued_stream);
+    if (e == gpuErrorNotReady) return false;
+    if (reported_done(p)) return true;
+    // A failed context, or an idle stream whose kernel never reported.
+    *failed = e != gpuSuccess ? gpu_error("a queued peer kernel", e)
+                              : gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a queued peer kernel ended without reporting");
+    return true;
+}
+
 int plan_test_body(gpucoll_plan *p, gpucoll_status_t *status)
 {
     if (!p->running) {
@@ -280,12 +459,13 @@ int plan_test_body(gpucoll_plan *p, gpucoll_status_t *status)
         return 1;
     }
     gpucoll_team *t = p->team;
+    gpucoll_status_t failed;
+    if (!launch_over(p, p->polls++, &failed)) return 0;
     DeviceGuard g(t->device);
-    gpuError_t e = gpuEventQuery(p->done);
-    if (e == gpuErrorNotReady) return 0;
     p->running = false;
     kernels_queued(-1);
-    gpucoll_status_t st = e == gpuSuccess ? queued_kernel_result(t) : gpu_error("a queued peer kernel", e);
+    gpucoll_status_t st = failed != GPUCOLL_SUCCESS ? failed : queued_kernel_result(t);
+    if (failed != GPUCOLL_SUCCESS) t->broken = true;
     if (st == GPUCOLL_SUCCESS && p->rbuf.temp && p->rbuf.out_bytes)
         st = gpucoll_copy(p->rbuf.user, p->rbuf.temp->ptr, p->rbuf.out_bytes);
     p->status = *status = st;
@@ -298,7 +478,10 @@ bool gpucoll::drain_queued(gpucoll_team *t)
 {
     if (!t->queued_undrained || !t->queued_stream) return true;
     DeviceGuard g(t->device);
-    bool ok = wait_until(t->progress, [&] { return gpuStreamQuery(t->queued_stream) != gpuErrorNotReady; });
+    bool ok = wait_until(t->progress, [&] {
+        return __atomic_load_n(t->queued_done, __ATOMIC_ACQUIRE) >= t->queued_launches ||
+               gpuStreamQuery(t->queued_stream) != gpuErrorNotReady;
+    });
     if (ok) t->queued_undrained = 0;
     return ok;
 }
@@ -318,11 +501,12 @@ void gpucoll::release_queued(gpucoll_team *t)
     }
 }
 
-extern "C" gpucoll_status_t gpucoll_plan_create(gpucoll_team_t *t, const gpucoll_coll_args_t *a, gpucoll_plan_t **plan)
+extern "C" gpucoll_status_t gpucoll_plan_create(gpucoll_team_t *t, const gpucoll_coll_args_t *a, int persistent,
+                                               gpucoll_plan_t **plan)
 {
     *plan = nullptr;
     if (!t || !a) return GPUCOLL_ERR_UNSUPPORTED;
-    return no_throw([&] { return plan_create_body(t, *a, plan); });
+    return no_throw([&] { return plan_create_body(t, *a, persistent != 0, plan); });
 }
 
 extern "C" gpucoll_status_t gpucoll_plan_launch(gpucoll_plan_t *p)
@@ -344,17 +528,14 @@ extern "C" int gpucoll_plan_test(gpucoll_plan_t *p, gpucoll_status_t *status)
 extern "C" void gpucoll_plan_free(gpucoll_plan_t *p)
 {
     if (!p) return;
-    if (p->running) {
-        DeviceGuard g(p->team->device);
-        gpuEventSynchronize(p->done); // its kernel gives up within timeout_ms
-        gpucoll_status_t st;
-        plan_test_body(p, &st);
-    }
+    gpucoll_status_t st;
+    while (!plan_test_body(p, &st)) sched_yield(); // bounded: its kernel gives up within timeout_ms
     give_back(p->team, p->sbuf);
     give_back(p->team, p->rbuf);
-    if (p->done) {
+    unpublish_buffers(p);
+    {
         DeviceGuard g(p->team->device);
-        gpuEventDestroy(p->done);
+        p->pins.reset(); // unpins; the cache unmaps later
     }
     delete p;
 }

@@ -22,6 +22,17 @@
 
 namespace gpucoll {
 
+// Persistent plans that may run zero-copy (core/team_queued.cpp) publish
+// their buffers here, one slot per plan, by the plan's number modulo
+// kPersistSlots. `word` is (number + 1) << 32 | the launch at which this
+// rank had mapped every peer's buffers (0: not yet), or 0 for a free slot;
+// the descriptors are written before the word that publishes them.
+constexpr int kPersistSlots = 8;
+struct PersistSlot {
+    std::atomic<uint64_t> word;
+    IpcDesc src, dst;
+};
+
 // One rank's slot in the shared control block. A post packs the sequence
 // number of one of the rank's collectives, whether it can take the peer path
 // and whether its buffers can be mapped by the peers (zero-copy): one atomic
@@ -57,6 +68,7 @@ struct alignas(128) ShmRank {
     // sends and receives (the grid).
     uint64_t vrdispl[kMaxPeers];
     uint64_t vtotal_bytes;
+    PersistSlot persist[kPersistSlots];
 };
 static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
 
@@ -116,6 +128,11 @@ struct gpucoll_team {
     gpuStream_t queued_stream = nullptr;
     gpuEvent_t queued_after_default = nullptr;
     uint64_t queued_launches = 0;  // launched so far
+    // Page-locked, written by the queued kernels: the number of the latest
+    // launch that is over (PeerArgs::done_word), in launch order.
+    uint64_t *queued_done = nullptr;
+    uint32_t persistent_plans = 0; // created so far: a plan's number, alike on every rank
+    bool persist_slot_busy[gpucoll::kPersistSlots] = {}; // under temps_mu
     uint64_t queued_undrained = 0; // launched since the queue was last seen empty
     bool broken = false;           // a kernel gave up: the flags are out of step (team_queued.cpp says why it matters)
     bool ll_cleared_since_agree = false; // the LL area was cleared (flag wrap) after the latest agreement
@@ -161,5 +178,16 @@ void release_gpu(gpucoll_team *t);
 // earlier kernels have finished. False on timeout.
 bool drain_queued(gpucoll_team *t);
 void release_queued(gpucoll_team *t);
+
+// Zero-copy (core/team.cpp), shared by blocking calls and persistent plans.
+// Whether `a` may run zero-copy from this rank's side: a kind with a direct
+// kernel, large enough (the caller checks alignment and export).
+bool direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, size_t elt, int nranks);
+// Whether what this rank's zero-copy kernel touches in peer r's buffers
+// (described by s and d) lies inside them.
+bool peer_ranges_fit(const gpucoll_team *t, const gpucoll_coll_args_t &a, int r, size_t elt, const IpcDesc &s,
+                     const IpcDesc &d);
+// Points the piece-moving zero-copy kernels (ReduceScatterDirect, VectorPush) at their pieces.
+void place_pieces(const gpucoll_team *t, const gpucoll_coll_args_t &a, size_t elt, PeerArgs *k);
 
 } // namespace gpucoll

@@ -105,6 +105,11 @@ struct alignas(16) PeerArgs {
     char *peer_dst[kMaxPeers];
     uint64_t vbytes[kMaxPeers];
     Residency resident;
+    // Queued calls (core/team_queued.cpp) learn that their kernel is over
+    // from page-locked memory instead of an event: the last block to finish
+    // writes done_value to done_word. nullptr: nothing to report.
+    uint64_t *done_word;
+    uint64_t done_value;
 };
 static_assert(sizeof(PeerArgs) % 16 == 0, "resident kernels copy a command in 16-byte words");
 static_assert(kResidentCallOffset + sizeof(PeerArgs) <= kDataOffset, "barrier flags overflow into the data area");
@@ -119,6 +124,10 @@ constexpr int kErrorTimeout = 1;    // this kernel waited a.timeout_ns for a pee
 constexpr int kErrorPeerGaveUp = 2; // another rank's kernel gave up first
 constexpr size_t kGiveUpOffset = (kResidentCallOffset + sizeof(PeerArgs) + 63) / 64 * 64;
 static_assert(kGiveUpOffset + sizeof(uint64_t) <= kDataOffset, "the give-up word overflows into the data area");
+// After the give-up word: how many blocks of the running queued kernel have
+// finished (report_done in kernels/peer_sync.cuh); 0 between kernels.
+constexpr size_t kDoneCountOffset = kGiveUpOffset + 64;
+static_assert(kDoneCountOffset + sizeof(unsigned) <= kDataOffset, "the done count overflows into the data area");
 
 // The host writes a call into `cmd`, then `doorbell` = doorbell_word(gen,
 // seq); the resident kernel's block b runs it and sets done[b] = seq.

@@ -28,7 +28,11 @@ __device__ void run_move(const PeerArgs &a)
     }
 }
 
-__global__ void peer_move_kernel(PeerArgs a) { run_move(a); }
+__global__ void peer_move_kernel(PeerArgs a)
+{
+    run_move(a);
+    report_done(a);
+}
 __global__ void resident_move_kernel(PeerArgs a) { serve<run_scratch_move>(a); }
 
 namespace {

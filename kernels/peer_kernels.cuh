@@ -73,7 +73,11 @@ template <class T, class Op> __device__ void run_reduce(const PeerArgs &a)
 // calls from shared memory. One kernel for both would keep the call's fields
 // in registers, and the largest reduce kernels would need more than 512
 // threads x 128 registers (measured: launches refused on H200).
-template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a) { run_reduce<T, Op>(a); }
+template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
+{
+    run_reduce<T, Op>(a);
+    report_done(a);
+}
 template <class T, class Op> __global__ void resident_reduce_kernel(PeerArgs a) { serve<run_scratch_reduce<T, Op>>(a); }
 
 __global__ void peer_move_kernel(PeerArgs a);

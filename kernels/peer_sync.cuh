@@ -245,4 +245,23 @@ __device__ inline char *step_area(const PeerArgs &a, int r, uint64_t epoch)
     return a.scratch[r] + kDataOffset + (epoch & 1) * a.half_bytes;
 }
 
+// A queued call's kernel tells the host it is over (a.done_word, see
+// PeerArgs): every block counts itself out in this rank's scratch once all
+// its threads are done, and the last one resets the count for the next
+// kernel of the stream (which starts after this one ends) and publishes the
+// call's number. Cheaper than an event record per launch and an event query
+// per poll; a kernel that gave up ends here too, with the error already set.
+__device__ inline void report_done(const PeerArgs &a)
+{
+    if (!a.done_word) return;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    __threadfence_system();
+    unsigned *count = reinterpret_cast<unsigned *>(a.scratch[a.rank] + kDoneCountOffset);
+    if (atomicAdd(count, 1u) != gridDim.x - 1) return;
+    *count = 0;
+    __threadfence_system();
+    *reinterpret_cast<volatile uint64_t *>(a.done_word) = a.done_value;
+}
+
 } // namespace gpucoll

@@ -204,7 +204,8 @@ typedef struct coll_gpu_queued coll_gpu_queued_t;
  * error of this rank. Every rank of a communicator whose GPU path is set up
  * gets the same answer, whatever memory its buffers are in: so every rank
  * must ask, for host buffers too. */
-bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, coll_gpu_queued_t **q, int *rc);
+bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bool persistent, coll_gpu_queued_t **q,
+                          int *rc);
 /* Launches one run (packs inputs first); an error means nothing runs. */
 int coll_gpu_queued_start(coll_gpu_queued_t *q);
 /* True once the run is over, with *rc its result and outputs in place. */

@@ -107,7 +107,7 @@ static int persist_start_queued(coll_gpu_persist_t *p)
     coll_gpu_call_t c;
     if (!persist_call(p, &c)) return 0;
     int rc = OMPI_SUCCESS;
-    if (p->q == NULL && !coll_gpu_queued_plan(COLL_GPU_MODULE(p->module), &c, &p->q, &rc)) return 0;
+    if (p->q == NULL && !coll_gpu_queued_plan(COLL_GPU_MODULE(p->module), &c, true, &p->q, &rc)) return 0;
     if (p->q == NULL) return rc;
     if ((rc = coll_gpu_queued_start(p->q)) != OMPI_SUCCESS) return rc;
     __atomic_add_fetch(&p->owners, 1, __ATOMIC_ACQ_REL);

@@ -82,11 +82,9 @@ static int pack_run(coll_gpu_pack_t *p, bool packing)
 static void *side(coll_gpu_queued_t *q, void *buf, size_t count, ompi_datatype_t *dtype, bool in, bool out,
                   bool *failed)
 {
-    if (ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
-        ptrdiff_t true_lb, true_extent;
-        ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
-        return (char *)buf + true_lb;
-    }
+    gpucoll_coll_args_t bytes;
+    ptrdiff_t first;
+    if (coll_gpu_layout(dtype, count, 1, NULL, &bytes, &first)) return (char *)buf + first;
     coll_gpu_pack_t *p = &q->pack[q->npack];
     *p = (coll_gpu_pack_t){.user = buf, .count = count, .dtype = dtype, .bytes = count * dtype->super.size,
                            .in = in, .out = out};
@@ -110,7 +108,8 @@ void coll_gpu_queued_free(coll_gpu_queued_t *q)
     free(q);
 }
 
-bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, coll_gpu_queued_t **out, int *rc)
+bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bool persistent, coll_gpu_queued_t **out,
+                          int *rc)
 {
     *out = NULL;
     /* Every rank sees the same: the team is built and its GPU side set up
@@ -126,12 +125,10 @@ bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, co
     }
     bool failed = false;
     if (c->op != NULL) { /* reductions: one predefined type and op on every rank (MPI's rule) */
-        a.dtype = coll_gpu_map_dtype(c->rdtype);
-        a.op = a.dtype == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(c->op, a.dtype);
-        a.count = c->rcount;
+        ptrdiff_t first;
+        if (!coll_gpu_layout(c->rdtype, c->rcount, 1, c->op, &a, &first)) a.count = 0; /* no kernel: staged, alike */
         a.sbuf = in_place ? NULL : c->sbuf;
         a.rbuf = c->rbuf;
-        if (a.op == GPUCOLL_OP_NONE) a.count = 0; /* no kernel: staged, alike everywhere */
     } else { /* data movement: bytes, which MPI's type signature rule makes equal */
         a.dtype = GPUCOLL_UINT8;
         a.op = GPUCOLL_OP_NONE;
@@ -152,7 +149,7 @@ bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, co
         *rc = coll_gpu_error(GPUCOLL_ERR_NO_MEMORY, "packing a derived datatype");
         return true;
     }
-    gpucoll_status_t st = a.count ? gpucoll_plan_create(m->team, &a, &q->plan) : GPUCOLL_ERR_UNSUPPORTED;
+    gpucoll_status_t st = a.count ? gpucoll_plan_create(m->team, &a, persistent, &q->plan) : GPUCOLL_ERR_UNSUPPORTED;
     if (st == GPUCOLL_ERR_UNSUPPORTED) {
         coll_gpu_queued_free(q);
         return false;
@@ -227,7 +224,7 @@ static int queued_request_free(ompi_request_t **rp)
 bool coll_gpu_queued_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, ompi_request_t **request, int *rc)
 {
     coll_gpu_queued_t *q;
-    if (!coll_gpu_queued_plan(m, c, &q, rc)) return false;
+    if (!coll_gpu_queued_plan(m, c, false, &q, rc)) return false;
     if (q == NULL) return true; /* *rc says why */
     coll_gpu_queued_request_t *r = OBJ_NEW(coll_gpu_queued_request_t);
     if (r == NULL) {

@@ -385,6 +385,20 @@ int main()
                                   (b.algo == p.algo || b.algo == PeerAlgo::BcastLL || b.algo == PeerAlgo::ReduceLL));
                         }
         CHECK(ll_seen > 0, "queued calls still take the LL kernels in which every rank waits");
+        // A persistent plan whose buffers every rank has mapped (direct)
+        // runs the blocking call's zero-copy kernel: those begin and end with
+        // a barrier of every rank.
+        for (gpucoll_coll_kind_t k : {GPUCOLL_COLL_ALLREDUCE, GPUCOLL_COLL_BCAST, GPUCOLL_COLL_ALLGATHER,
+                                      GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, GPUCOLL_COLL_ALLTOALL})
+            for (int ranks = 2; ranks <= 8; ranks++) {
+                const bool reduces = k == GPUCOLL_COLL_ALLREDUCE || k == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK;
+                gpucoll_coll_args_t a = args(k, (64u << 20) / 4, reduces ? GPUCOLL_FLOAT32 : GPUCOLL_UINT8,
+                                             reduces ? GPUCOLL_OP_SUM : GPUCOLL_OP_NONE);
+                Plan q{}, b{};
+                CHECK(make_plan(a, 0, ranks, lcfg, true, &q, GpuShare{}, true) &&
+                          make_plan(a, 0, ranks, lcfg, true, &b) && q.algo == b.algo && is_direct(q.algo),
+                      "kind %d, %d ranks: queued %s, blocking %s", (int)k, ranks, algo_name(q.algo), algo_name(b.algo));
+            }
         // The scratch fallback of a bcast that would be LL when blocking.
         CHECK(make_plan(args(GPUCOLL_COLL_BCAST, 64, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 2, lcfg, false, &p) &&
               p.algo == PeerAlgo::BcastLL);

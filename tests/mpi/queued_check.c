@@ -29,7 +29,15 @@
  *      then (nothing about time is checked);
  *   g. a persistent allreduce (MPI-4 or Open MPI's MPIX_) started N times
  *      (default 1000), the input rewritten before every start, each result
- *      checked; an Ibcast issued and completed inside every 10th start.
+ *      checked; an Ibcast issued and completed inside every 10th start;
+ *   h. persistent requests large enough to run zero-copy once every rank has
+ *      mapped every other's buffers (from about the third start): allreduce,
+ *      bcast, allgather, alltoall and reduce_scatter_block live at once,
+ *      then more allreduces live at once than the team has slots to publish
+ *      buffers in, each started 6 times with new inputs and checked, a
+ *      blocking allreduce between starts.
+ *
+ * --parts LETTERS runs only those parts (default: all).
  *
  * Each part runs under a watchdog alarm (--timeout, default 60 s): a rank
  * that checks no result for that long says "deadlock" and exits. Prints each failure with
@@ -52,8 +60,10 @@
 /* Open MPI 5.0 has MPI-4's MPI_<coll>_init while it reports MPI 3.1. */
 #if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
 #define ALLREDUCE_INIT MPI_Allreduce_init
+#define PERSISTENT(name) MPI_##name##_init
 #elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
 #define ALLREDUCE_INIT MPIX_Allreduce_init
+#define PERSISTENT(name) MPIX_##name##_init
 #endif
 
 static int rank, size, on_device, failures, checks;
@@ -612,10 +622,82 @@ static int part_persistent(int starts)
 #endif
 }
 
+/* ---- h. persistent requests that go zero-copy ------------------------------------ */
+#ifdef PERSISTENT
+static int persistent_init(coll_t *c, MPI_Request *req)
+{
+    MPI_Datatype t = c->flt ? MPI_FLOAT : MPI_INT;
+    int n = (int)c->n;
+    switch (c->kind) {
+    case Q_ALLREDUCE: return PERSISTENT(Allreduce)(c->s, c->r, n, t, MPI_SUM, c->comm, MPI_INFO_NULL, req);
+    case Q_BCAST: return PERSISTENT(Bcast)(c->r, n, t, c->root, c->comm, MPI_INFO_NULL, req);
+    case Q_ALLGATHER: return PERSISTENT(Allgather)(c->s, n, t, c->r, n, t, c->comm, MPI_INFO_NULL, req);
+    case Q_ALLTOALL: return PERSISTENT(Alltoall)(c->s, n, t, c->r, n, t, c->comm, MPI_INFO_NULL, req);
+    case Q_RSB: return PERSISTENT(Reduce_scatter_block)(c->s, c->r, n, t, MPI_SUM, c->comm, MPI_INFO_NULL, req);
+    case Q_REDUCE: return PERSISTENT(Reduce)(c->s, c->r, n, t, MPI_SUM, c->root, c->comm, MPI_INFO_NULL, req);
+    }
+    return MPI_ERR_OTHER;
+}
+
+/* Starts every request of the set `starts` times, new inputs each time,
+ * waits in reverse order and checks; a blocking allreduce after start 3. */
+static void run_set(const char *part, coll_t *c, int n, int starts)
+{
+    MPI_Request *req = malloc((size_t)n * sizeof *req);
+    coll_t blocking = coll_new(Q_ALLREDUCE, (8u << 20) / 4, 0, 1, MPI_COMM_WORLD);
+    for (int i = 0; i < n; i++) fail_rc(part, "persistent init", persistent_init(&c[i], &req[i]));
+    for (int s = 0; s < starts; s++) {
+        for (int i = 0; i < n; i++) {
+            coll_fill(&c[i], 200 + 10 * s + i);
+            fail_rc(part, "MPI_Start", MPI_Start(&req[i]));
+        }
+        for (int i = n - 1; i >= 0; i--) wait_one(part, &req[i]);
+        for (int i = 0; i < n; i++) coll_check(part, &c[i]);
+        if (s == 3) {
+            coll_fill(&blocking, 300 + s);
+            issue(part, &blocking, NULL);
+            coll_check(part, &blocking);
+        }
+    }
+    for (int i = 0; i < n; i++) fail_rc(part, "MPI_Request_free", MPI_Request_free(&req[i]));
+    coll_free(&blocking);
+    free(req);
+}
+#endif
+
+static int part_persistent_zero_copy(void)
+{
+#ifndef PERSISTENT
+    if (rank == 0) printf("queued_check: h: no persistent collectives in this MPI: skipped\n");
+    return 0;
+#else
+    const char *part = "h: persistent requests that go zero-copy";
+    begin_part(part);
+    /* At or above the default direct_min_bytes (4 MiB) each. */
+    coll_t kinds[] = {
+        coll_new(Q_ALLREDUCE, (8u << 20) / 4, 0, 1, MPI_COMM_WORLD),
+        coll_new(Q_BCAST, (16u << 20) / 4, -1, 0, MPI_COMM_WORLD),
+        coll_new(Q_ALLGATHER, (4u << 20) / 4, 0, 0, MPI_COMM_WORLD),
+        coll_new(Q_ALLTOALL, (4u << 20) / 4, 0, 0, MPI_COMM_WORLD),
+        coll_new(Q_RSB, (4u << 20) / 4, 0, 1, MPI_COMM_WORLD),
+    };
+    enum { kKinds = sizeof kinds / sizeof kinds[0] };
+    run_set(part, kinds, kKinds, 6);
+    for (int i = 0; i < kKinds; i++) coll_free(&kinds[i]);
+    enum { kMany = 10 }; /* more than the team's publishing slots (8) */
+    coll_t many[kMany];
+    for (int i = 0; i < kMany; i++) many[i] = coll_new(Q_ALLREDUCE, (4u << 20) / 4, 0, i & 1, MPI_COMM_WORLD);
+    run_set(part, many, kMany, 6);
+    for (int i = 0; i < kMany; i++) coll_free(&many[i]);
+    end_part();
+    return 1;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     int one_gpu = 0, starts = 1000;
-    const char *mem = "host";
+    const char *mem = "host", *parts = "abcdefgh";
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -626,6 +708,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--starts") && i + 1 < argc) starts = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--free-active")) free_active = 1;
         else if (!strcmp(argv[i], "--verbose")) verbose = 1;
+        else if (!strcmp(argv[i], "--parts") && i + 1 < argc) parts = argv[++i];
     }
     on_device = !strcmp(mem, "device");
     if (size > 64) MPI_Abort(MPI_COMM_WORLD, 2);
@@ -638,14 +721,15 @@ int main(int argc, char **argv)
     /* Sets coll/gpu's GPU path up, as a blocking device collective would:
      * nonblocking calls take the GPU only once it is (README). */
     MPI_Barrier(MPI_COMM_WORLD);
-    part_many();
-    part_request_free();
-    part_free_active();
-    part_p2p_between();
-    part_interleaved();
-    part_two_comms();
-    part_overlap();
-    int persistent = part_persistent(starts);
+    if (strchr(parts, 'a')) part_many();
+    if (strchr(parts, 'b')) part_request_free();
+    if (strchr(parts, 'b')) part_free_active();
+    if (strchr(parts, 'c')) part_p2p_between();
+    if (strchr(parts, 'd')) part_interleaved();
+    if (strchr(parts, 'e')) part_two_comms();
+    if (strchr(parts, 'f')) part_overlap();
+    int persistent = strchr(parts, 'g') ? part_persistent(starts) : 1;
+    if (strchr(parts, 'h')) persistent &= part_persistent_zero_copy();
 
     int total[2] = {0, 0}, mine[2] = {checks, failures};
     MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

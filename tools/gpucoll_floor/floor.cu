@@ -5,6 +5,11 @@
 //   launch+sync          empty kernel, then cudaStreamSynchronize
 //   launch+flag          empty kernel that sets a host-mapped flag; the host
 //                        spins on the flag instead of synchronising the stream
+//   order+launch+flag    what a queued call (MPI_Start, MPI_I<coll>) pays at
+//                        least: an event recorded on the legacy default stream
+//                        and waited for by a non-blocking stream (the ordering
+//                        after the caller's work), then launch+flag there
+//   order (cpu)          that event record and stream wait alone
 //   launch (cpu)         cudaLaunchKernel alone, with a 512-byte argument
 //   pointer query        cuPointerGetAttribute(MEMORY_TYPE) on a device pointer
 //   pointer attributes   cudaPointerGetAttributes on a device pointer
@@ -89,6 +94,28 @@ int main(int argc, char **argv)
     });
     CHECK(cudaStreamSynchronize(s));
     std::printf("launch+flag         %8.2f\n", fl);
+
+    cudaStream_t queued;
+    cudaEvent_t after_default;
+    CHECK(cudaStreamCreateWithFlags(&queued, cudaStreamNonBlocking));
+    CHECK(cudaEventCreateWithFlags(&after_default, cudaEventDisableTiming));
+    double ofl = mean_us(reps, [&](int) {
+        CHECK(cudaEventRecord(after_default, cudaStreamLegacy));
+        CHECK(cudaStreamWaitEvent(queued, after_default, 0));
+        flag_kernel<<<1, 32, 0, queued>>>(big, flag, ++v);
+        while (*(volatile unsigned *)flag != v) {
+        }
+    });
+    CHECK(cudaStreamSynchronize(queued));
+    std::printf("order+launch+flag   %8.2f\n", ofl);
+    double order = mean_us(reps, [&](int) {
+        CHECK(cudaEventRecord(after_default, cudaStreamLegacy));
+        CHECK(cudaStreamWaitEvent(queued, after_default, 0));
+    });
+    CHECK(cudaStreamSynchronize(queued));
+    std::printf("order (cpu)         %8.2f\n", order);
+    CHECK(cudaEventDestroy(after_default));
+    CHECK(cudaStreamDestroy(queued));
 
     double launch = mean_us(reps, [&](int i) {
         empty_kernel<<<1, 32, 0, s>>>(big);
