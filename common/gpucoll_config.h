@@ -59,6 +59,8 @@ typedef struct gpucoll_config {
     size_t resident_max_bytes;       /* largest call (bytes moved per rank) a resident kernel serves */
     int resident_blocks;             /* grid of the calls resident kernels serve, the same for every size
                                         so that one kernel serves them all */
+    int queued_order;                /* gpucoll_queued_order_t: what nonblocking and persistent calls
+                                        start after on the GPU (core/team_queued.cpp) */
     size_t ll_max_bytes;             /* allreduce, reduce, reduce_scatter_block, allgather, alltoall, bcast of up to this
                                         many bytes per rank (a block for the blocked ones) run the
                                         flag-in-data kernels (kernels/ll_lines.cuh); 0: never. At most
@@ -88,6 +90,15 @@ typedef enum gpucoll_shared_gpu {
     GPUCOLL_SHARED_GPU_ON = 1,  /* peer kernels, with or without MPS (how tests run the peer path on one GPU) */
     GPUCOLL_SHARED_GPU_AUTO = 2 /* peer kernels where every such rank runs under MPS, else staged */
 } gpucoll_shared_gpu_t;
+
+/* What a nonblocking or persistent call (queued: no host wait) starts after on the GPU. */
+typedef enum gpucoll_queued_order {
+    GPUCOLL_QUEUED_AFTER_DEFAULT_STREAM = 0, /* the work queued on the legacy default stream before the call
+                                                (an event record and a stream wait per call), as blocking
+                                                calls do */
+    GPUCOLL_QUEUED_UNORDERED = 1             /* nothing: the caller has its buffers ready (synchronised the
+                                                streams that wrote them), as NCCL's users do for theirs */
+} gpucoll_queued_order_t;
 
 /* Device-buffer collectives on communicators that span nodes (real or virtual). */
 typedef enum gpucoll_inter_path {

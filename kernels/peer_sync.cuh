@@ -256,7 +256,10 @@ __device__ inline void report_done(const PeerArgs &a)
     if (!a.done_word) return;
     __syncthreads();
     if (threadIdx.x != 0) return;
-    __threadfence_system();
+    // The block's writes before its count at GPU scope; the last block's
+    // system fence then orders every block's writes it saw counted before
+    // the word the host reads (fences are cumulative).
+    __threadfence();
     unsigned *count = reinterpret_cast<unsigned *>(a.scratch[a.rank] + kDoneCountOffset);
     if (atomicAdd(count, 1u) != gridDim.x - 1) return;
     *count = 0;

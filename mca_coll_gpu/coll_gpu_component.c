@@ -41,6 +41,8 @@ static const mca_base_var_enum_value_t inter_path_values[] = {
 static const mca_base_var_enum_value_t shared_gpu_values[] = {
     {GPUCOLL_SHARED_GPU_AUTO, "auto"}, {GPUCOLL_SHARED_GPU_ON, "on"}, {GPUCOLL_SHARED_GPU_OFF, "off"},
     {GPUCOLL_SHARED_GPU_ON, "true"}, {GPUCOLL_SHARED_GPU_OFF, "false"}, {0, NULL}};
+static const mca_base_var_enum_value_t queued_order_values[] = {
+    {GPUCOLL_QUEUED_AFTER_DEFAULT_STREAM, "default_stream"}, {GPUCOLL_QUEUED_UNORDERED, "none"}, {0, NULL}};
 static const mca_base_var_enum_value_t ucx_device_path_values[] = {
     {0, "auto"}, {1, "direct"}, {2, "staged"}, {0, NULL}};
 
@@ -167,6 +169,13 @@ static const gpu_param_t gpu_params[] = {
      .def.i = GPUCOLL_DEFAULT_THREADS,
      .help = "Threads per block of the peer-to-peer kernels (a multiple of 32 from 32 to "
              "512, the most the kernels are compiled for; other values are brought into it)"},
+    {.name = "queued_order", CFG_ENUM(queued_order, queued_order_values), .level = OPAL_INFO_LVL_5,
+     .def.i = GPUCOLL_QUEUED_AFTER_DEFAULT_STREAM,
+     .help = "What nonblocking and persistent collectives on device buffers start after on the GPU. "
+             "default_stream (default): the work the caller queued on the legacy default stream "
+             "before the call, as blocking calls do (an event record and a stream wait per call: "
+             "0.9 us on an H100 under MPS). none: nothing; the caller makes sure its buffers are "
+             "ready before the call (synchronises the streams that wrote them), as NCCL's users do"},
     {.name = "resident_us", CFG_INT(resident_us), .level = OPAL_INFO_LVL_5, .def.i = GPUCOLL_DEFAULT_RESIDENT_US,
      .help = "Microseconds a peer-to-peer kernel stays on the GPU after a call of up to "
              "resident_max_bytes, serving the next such calls (same datatype and op) without a "

@@ -55,6 +55,7 @@ void __threadfence_system();
 void __threadfence();
 int atomicExch(int *address, int value);
 int atomicCAS(int *address, int compare, int value);
+unsigned atomicAdd(unsigned *address, unsigned value);
 uint64_t gpu_global_timer_ns();
 void gpu_store_release_sys(uint64_t *p, uint64_t v);
 uint64_t gpu_load_acquire_sys(const uint64_t *p);

@@ -52,6 +52,7 @@ int atomicCAS(int *address, int compare, int value)
     __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     return compare;
 }
+unsigned atomicAdd(unsigned *address, unsigned value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }
 // The give-up word (kernels/peer_sync.cuh: must_give_up).
 void gpu_store_release_sys(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 uint64_t gpu_load_acquire_sys(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }

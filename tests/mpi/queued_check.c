@@ -35,7 +35,11 @@
  *      bcast, allgather, alltoall and reduce_scatter_block live at once,
  *      then more allreduces live at once than the team has slots to publish
  *      buffers in, each started 6 times with new inputs and checked, a
- *      blocking allreduce between starts.
+ *      blocking allreduce between starts;
+ *   i. device buffers only: the input written by a cudaMemsetAsync on the
+ *      legacy default stream right before MPI_Iallreduce / MPI_Start, with no
+ *      synchronisation between (queued calls start after that stream's work:
+ *      README); the results must be the memset's.
  *
  * --parts LETTERS runs only those parts (default: all).
  *
@@ -694,10 +698,57 @@ static int part_persistent_zero_copy(void)
 #endif
 }
 
+/* ---- i. ordered after the legacy default stream -------------------------------- */
+static void part_after_default_stream(void)
+{
+    const char *part = "i: input written on the legacy default stream just before the call";
+    if (!on_device) return;
+    begin_part(part);
+    const size_t n = (32u << 20) / 4;
+    const long want = (long)size * 0x01010101L; /* every byte 1: an int of 0x01010101 per rank */
+    coll_t c = coll_new(Q_ALLREDUCE, n, 0, 0, MPI_COMM_WORLD);
+    MPI_Request req;
+#ifdef PERSISTENT
+    MPI_Request preq;
+    fail_rc(part, "persistent init", persistent_init(&c, &preq));
+#endif
+    int *h = malloc(n * sizeof(int));
+    for (int round = 0; round < 6; round++) {
+        coll_fill(&c, 400 + round); /* synchronous: other values first */
+        cudaMemsetAsync(c.s, 1, n * sizeof(int), 0);
+#ifdef PERSISTENT
+        if (round & 1) {
+            fail_rc(part, "MPI_Start", MPI_Start(&preq));
+            wait_one(part, &preq);
+        } else
+#endif
+        {
+            issue(part, &c, &req);
+            wait_one(part, &req);
+        }
+        test_mem_get(on_device, h, c.r, n * sizeof(int));
+        checks++;
+        still_moving();
+        for (size_t i = 0; i < n; i++)
+            if (h[i] != want) {
+                fprintf(stderr, "rank %d FAIL %s: round %d element %zu is %d, expected %ld\n", rank, part, round, i,
+                        h[i], want);
+                failures++;
+                break;
+            }
+    }
+#ifdef PERSISTENT
+    fail_rc(part, "MPI_Request_free", MPI_Request_free(&preq));
+#endif
+    free(h);
+    coll_free(&c);
+    end_part();
+}
+
 int main(int argc, char **argv)
 {
     int one_gpu = 0, starts = 1000;
-    const char *mem = "host", *parts = "abcdefgh";
+    const char *mem = "host", *parts = "abcdefghi";
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -730,6 +781,7 @@ int main(int argc, char **argv)
     if (strchr(parts, 'f')) part_overlap();
     int persistent = strchr(parts, 'g') ? part_persistent(starts) : 1;
     if (strchr(parts, 'h')) persistent &= part_persistent_zero_copy();
+    if (strchr(parts, 'i')) part_after_default_stream();
 
     int total[2] = {0, 0}, mine[2] = {checks, failures};
     MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
