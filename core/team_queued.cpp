@@ -195,6 +195,7 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     if (!make_plan(a, t->rank, t->size, cfg, false, &p->plan, t->share, true) ||
         !make_plan(a, t->rank, t->size, plain, false, &p->no_ll, t->share, true))
         return GPUCOLL_ERR_UNSUPPORTED; // no kernel for the type and op: alike everywhere
+    if (p->plan.forced_refused) note_forced_refused(t, a.kind, p->plan);
     for (Plan *q : {&p->plan, &p->no_ll}) {
         if (!is_ll(q->algo)) q->chunk = std::min(q->chunk, max_chunk_elems(*q, t->half_bytes, elt));
         if (q->chunk == 0) return GPUCOLL_ERR_UNSUPPORTED;
