@@ -10,7 +10,8 @@
  *
  *  - Communicator plan (pure logic, no hwloc, no MPI): given where every rank
  *    runs ({node id, GPU bus id} per rank), the node-local groups, the
- *    cross-node groups and whether the layout is uniform.
+ *    cross-node groups and whether the layout is uniform. The core's
+ *    hierarchical path takes its layout from it (core/hier_plan.cpp).
  *
  * Layering: uses common/ only (status codes via gpucoll_fail()); never calls
  * CUDA/HIP and never includes Open MPI headers. Runtime facts (peer access)
@@ -195,13 +196,13 @@ struct RankPlan {
  * list is empty or a node id is empty. */
 gpucoll_status_t build_comm_plan(const std::vector<RankPlacement> &placements, CommPlan *out);
 
-/* Splits the ranks of every host into `per_host` virtual nodes of equal size
- * (the first size/per_host ranks of the host, in rank order, form virtual
- * node 0, and so on), renaming node ids to "<node>#<k>". This lets one machine
- * exercise the inter-node path. per_host = 1 returns the input unchanged.
- * Fails (INVALID) when per_host < 1 or a host's rank count is not a multiple
- * of per_host. */
-gpucoll_status_t split_virtual_nodes(const std::vector<RankPlacement> &placements, int per_host,
+/* Splits the ranks of every host into virtual nodes of `ranks_per_node`
+ * consecutive ranks (in rank order: the host's first ranks_per_node ranks
+ * form virtual node 0, and so on), renaming node ids to "<node>#<k>"; a host
+ * with exactly ranks_per_node ranks keeps its name. This lets one machine
+ * exercise the inter-node path (coll_gpu_virtual_node_size). Fails (INVALID)
+ * when ranks_per_node < 1 or a host's rank count is not a multiple of it. */
+gpucoll_status_t split_virtual_nodes(const std::vector<RankPlacement> &placements, int ranks_per_node,
                                      std::vector<RankPlacement> *out);
 
 /* The view of `rank` (0 <= rank < node_of_rank.size(), else an empty plan). */
