@@ -75,6 +75,7 @@ struct Gpu {
     int socket = -1;                  /* OS index of the local package, -1 if not exactly one */
     std::string cpuset;               /* local CPUs, list syntax "0-27,56-83" */
     int nearest_nic = -1;             /* index into Topology::nics, -1 when there is no NIC */
+    int nearest_rdma_nic = -1;        /* the same among the NICs with an RDMA device, -1 when none has */
 };
 
 struct Nic {
@@ -82,6 +83,8 @@ struct Nic {
     std::string name;                 /* RDMA device if any ("mlx5_0"), else netdev ("eth0") */
     std::vector<std::string> os_devices; /* every OS device of this NIC: "mlx5_0", "ib0" */
     bool rdma = false;                /* has an OpenFabrics (verbs) device */
+    std::vector<unsigned> active_ports; /* of the verbs device: ports hwloc reports active
+                                           (Port<N>State 4), ascending; empty when it does not say */
     std::string bus_id_str;           /* "" when hwloc gave no PCI device for it */
     std::vector<unsigned> numa_nodes;
     int socket = -1;
@@ -151,6 +154,14 @@ gpucoll_status_t overlay_peer_access(Topology *topo, const std::vector<std::stri
 /* True when direct GPU-to-GPU copies/loads between a and b are worth trying:
  * the runtime did not say No (both directions), whatever the hardware path. */
 bool peer_access_possible(const Topology &topo, int a, int b);
+
+/* The UCX_NET_DEVICES value that keeps UCX's network traffic on the RDMA
+ * NIC nearest GPU `gpu` (the one below the same PCIe switch where there is
+ * one, as NCCL picks): its verbs device with each active port
+ * ("mlx5_2:1", "mlx5_0:1,mlx5_0:2"; port 1 when hwloc names no active one).
+ * "" when the GPU is unknown or no NIC has an RDMA device (then UCX's own
+ * choice, e.g. TCP over every interface, is left alone). */
+std::string ucx_net_devices_near_gpu(const Topology &topo, int gpu);
 
 /* Names for printing: "self", "nvlink", "pcie-switch", "host-bridge",
  * "same-socket", "cross-socket"; short forms as in `nvidia-smi topo -m`:
