@@ -68,6 +68,10 @@ typedef struct gpucoll_config {
                                         0 auto, 1 direct (GPUDirect), 2 staged */
     size_t ucx_chunk_bytes;          /* UCX pipelining unit; 0: the transport's default (1 MiB) */
     int ucx_pipeline_depth;          /* UCX chunks in flight per message; 0: the transport's default (4) */
+    char *ucx_net_devices;           /* network devices of the UCX transport (the MCA parameter's storage):
+                                        "auto" the RDMA NIC nearest this rank's GPU (topo), "all" or
+                                        NULL UCX's own choice, else a UCX_NET_DEVICES list; a
+                                        UCX_NET_DEVICES the user set wins over all of these */
     size_t hier_min_bytes;           /* smallest message (count x type size) that takes the hierarchical
                                         path; smaller ones are staged (0: every size) */
     int thread_multiple;             /* nonzero under MPI_THREAD_MULTIPLE (set by the glue, not a parameter):

@@ -65,6 +65,7 @@ typedef enum gpu_param_type {
     GPU_PARAM_INT,  /* int */
     GPU_PARAM_SIZE, /* size_t */
     GPU_PARAM_BOOL, /* bool */
+    GPU_PARAM_STRING, /* char * (Open MPI keeps its own copy of the string) */
     GPU_PARAM_ENUM, /* int, named by .values */
     GPU_PARAM_ALGORITHM /* int, named by the algorithm table's rows for .coll_kind (algorithm_values) */
 } gpu_param_type_t;
@@ -81,6 +82,7 @@ typedef struct gpu_param {
         int i;    /* GPU_PARAM_INT, GPU_PARAM_ENUM */
         size_t z; /* GPU_PARAM_SIZE */
         bool b;   /* GPU_PARAM_BOOL */
+        const char *s; /* GPU_PARAM_STRING */
     } def;
 } gpu_param_t;
 
@@ -96,6 +98,7 @@ typedef struct gpu_param {
 #define COMP_SIZE(f) .type = GPU_PARAM_SIZE, .offset = GPU_DEST(f, size_t)
 #define CFG_INT(f) .type = GPU_PARAM_INT, .offset = GPU_DEST(config.f, int)
 #define CFG_SIZE(f) .type = GPU_PARAM_SIZE, .offset = GPU_DEST(config.f, size_t)
+#define CFG_STRING(f) .type = GPU_PARAM_STRING, .offset = GPU_DEST(config.f, char *)
 #define CFG_ENUM(f, v) .type = GPU_PARAM_ENUM, .values = (v), .offset = GPU_DEST(config.f, int)
 #define CFG_ALGORITHM(k) .type = GPU_PARAM_ALGORITHM, .coll_kind = (k), .offset = GPU_DEST(config.algorithm[k], int)
 /* What every coll_gpu_<kind>_algorithm's help says after its kind's own part. */
@@ -258,6 +261,12 @@ static const gpu_param_t gpu_params[] = {
     {.name = "ucx_pipeline_depth", CFG_INT(ucx_pipeline_depth), .level = OPAL_INFO_LVL_6,
      .def.i = 4, /* GPUCOLL_UCX_DEFAULT_PIPELINE_DEPTH (ucx_transport/gpucoll_ucx.h) */
      .help = "Chunks in flight per inter-node UCX message (at least 2)"},
+    {.name = "ucx_net_devices", CFG_STRING(ucx_net_devices), .level = OPAL_INFO_LVL_5, .def.s = "auto",
+     .help = "Network devices of the inter-node UCX transport: auto (the RDMA NIC nearest the rank's "
+             "GPU in the machine's topology (hwloc), with its active ports, e.g. mlx5_2:1; UCX's own "
+             "choice where no NIC has RDMA), all (UCX's own choice), or a list as UCX_NET_DEVICES takes "
+             "it. A UCX_NET_DEVICES in the environment wins. The devices in use are printed with the "
+             "UCX group at coll_gpu_verbose >= 10."},
 };
 
 #undef COMP_INT
@@ -265,6 +274,7 @@ static const gpu_param_t gpu_params[] = {
 #undef COMP_SIZE
 #undef CFG_INT
 #undef CFG_SIZE
+#undef CFG_STRING
 #undef CFG_ENUM
 #undef CFG_ALGORITHM
 #undef ALGORITHM_HELP_TAIL
@@ -314,6 +324,10 @@ static int gpu_register(void)
         case GPU_PARAM_BOOL:
             *(bool *)storage = p->def.b;
             type = MCA_BASE_VAR_TYPE_BOOL;
+            break;
+        case GPU_PARAM_STRING:
+            *(const char **)storage = p->def.s;
+            type = MCA_BASE_VAR_TYPE_STRING;
             break;
         case GPU_PARAM_ENUM:
         case GPU_PARAM_ALGORITHM: {
