@@ -18,15 +18,9 @@ typedef enum gpucoll_path {
     GPUCOLL_PATH_IPC = 2     /* like auto; the name documents intent */
 } gpucoll_path_t;
 
-/* Allreduce algorithms over peer memory (GPUCOLL_ALGO_AUTO lets the table choose). */
-typedef enum gpucoll_allreduce_algo {
-    GPUCOLL_ALLREDUCE_AUTO = 0,
-    GPUCOLL_ALLREDUCE_ONESHOT = 1,
-    GPUCOLL_ALLREDUCE_TWOSHOT = 2,   /* through scratch, chunked */
-    GPUCOLL_ALLREDUCE_DIRECT = 3,    /* two-shot on peers' mapped buffers (two-shot where they cannot be mapped) */
-    GPUCOLL_ALLREDUCE_WRITES = 4     /* zero-copy, every byte over the links as a store, through the owners'
-                                        scratch (two-shot where buffers cannot be mapped) */
-} gpucoll_allreduce_algo_t;
+/* The collective kinds whose algorithm can be forced (config.algorithm[]): gpucoll_coll_kind_t's
+   ALLREDUCE .. ALLTOALL (core/gpucoll_core.h), those with more than one row in the algorithm table. */
+#define GPUCOLL_FORCEABLE_KINDS 6
 
 /* How the zero-copy kernels move data between mapped buffers. */
 typedef enum gpucoll_direct_style {
@@ -38,7 +32,9 @@ typedef enum gpucoll_direct_style {
 typedef struct gpucoll_config {
     int verbose;                     /* 0 silent .. 100 everything */
     int path;                        /* gpucoll_path_t (int: the MCA parameter's storage) */
-    int allreduce_algorithm;         /* gpucoll_allreduce_algo_t (int: the MCA parameter's storage) */
+    int algorithm[GPUCOLL_FORCEABLE_KINDS]; /* by gpucoll_coll_kind_t: 0 the automatic choice, i > 0 forces
+                                        the i-th algorithm of gpucoll_algorithm_names (core/gpucoll_core.h)
+                                        where it can serve a call (coll_gpu_<kind>_algorithm) */
     size_t oneshot_max_bytes;        /* auto: one-shot allreduce up to this size */
     size_t scratch_bytes;            /* per-rank peer-visible scratch (split in two halves) */
     size_t staging_cache_bytes;      /* pinned host memory kept for the staged path */
@@ -50,7 +46,8 @@ typedef struct gpucoll_config {
     int timeout_ms;                  /* bound of every wait on another rank */
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
     int direct_style;                /* gpucoll_direct_style_t (int: the MCA parameter's storage): loads or
-                                        stores for allreduce, allgather and bcast zero-copy */
+                                        stores for allreduce, allgather and bcast zero-copy, where the
+                                        automatic choice picks (not forced by algorithm[]) */
     int ipc_cache_entries;           /* peer buffers kept mapped per communicator (LRU) */
     int shared_gpu;                  /* gpucoll_shared_gpu_t: whether ranks on the same GPU form a team */
     int resident_us;                 /* a kernel stays on the GPU this long after a call through scratch
@@ -73,6 +70,10 @@ typedef struct gpucoll_config {
                                         0 auto, 1 direct (GPUDirect), 2 staged */
     size_t ucx_chunk_bytes;          /* UCX pipelining unit; 0: the transport's default (1 MiB) */
     int ucx_pipeline_depth;          /* UCX chunks in flight per message; 0: the transport's default (4) */
+    char *ucx_net_devices;           /* network devices of the UCX transport (the MCA parameter's storage):
+                                        "auto" the RDMA NIC nearest this rank's GPU (topo), "all" or
+                                        NULL UCX's own choice, else a UCX_NET_DEVICES list; a
+                                        UCX_NET_DEVICES the user set wins over all of these */
     size_t hier_min_bytes;           /* smallest message (count x type size) that takes the hierarchical
                                         path; smaller ones are staged (0: every size) */
     int thread_multiple;             /* nonzero under MPI_THREAD_MULTIPLE (set by the glue, not a parameter):

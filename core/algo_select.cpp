@@ -4,8 +4,59 @@ namespace gpucoll {
 
 namespace {
 
+// What a call offers the rows of the table (make_plan fills it in).
+struct Call {
+    size_t bytes; // count x type size
+    int nranks;
+    const gpucoll_config_t &cfg;
+    bool direct; // every rank's buffers are mapped by the others
+    bool ll;     // the flag-in-data kernels may serve: small enough, not zero-copy, not alltoall in place
+    bool queued; // nonblocking or persistent: no host agreement
+    const GpuShare &share;
+};
+
+// Measured thresholds of the automatic choice that are not parameters. The
+// defaults of the ones that are (oneshot_max_bytes, ll_max_bytes,
+// direct_min_bytes) are GPUCOLL_DEFAULT_* in common/gpucoll_config.h, with
+// their measurements.
+
+// Zero-copy allreduce by stores: from 3 ranks and 16 MiB on, every byte as
+// a store through the owners' scratch (4 x H200, 256 MiB: 1228 us against
+// 1348 reading the inputs and pushing the results, 1328 pulling both; 64 MiB:
+// 323, 358, 366); below that, or on 2 ranks (64 MiB: 227 against 259), the
+// loads of the inputs cost less than the trip through scratch.
+constexpr size_t kWritesMinBytes = 16u << 20;
+constexpr int kWritesMinRanks = 3;
+
+// All ranks on one GPU (MPS), from this many on: zero-copy allreduce pulls
+// both halves (H100, 4 ranks: 16 MiB 128 us against 170 by stores through
+// scratch, 64 MiB 456 against 650, 256 MiB 1495 against 1915); on 2 ranks
+// the pushed results cost less (64 MiB 148 against 245). docs/performance.md.
+constexpr int kOneGpuPullMinRanks = 3;
+
+// Conditions of the automatic choice (Entry::chosen_when).
+constexpr bool always(const Call &) { return true; }
+// A call whose buffers are all mapped runs zero-copy; allreduce's one-shot
+// is the exception (below).
+constexpr bool not_mapped(const Call &c) { return !c.direct; }
+// Zero-copy by stores or by loads, where a kind has both. Auto stores: on
+// 4 x H200 at 256 MiB, push against pull, allgather 592 vs 676 us, bcast
+// 818 vs 1322 us (docs/performance.md).
+constexpr bool style_pushes(const Call &c) { return c.cfg.direct_style != GPUCOLL_DIRECT_PULL; }
+constexpr bool style_pulls(const Call &c) { return !style_pushes(c); }
+constexpr bool allreduce_pushes(const Call &c)
+{
+    const bool one_gpu_pull = c.share.ranks == c.nranks && c.nranks >= kOneGpuPullMinRanks &&
+                              c.cfg.direct_style == GPUCOLL_DIRECT_AUTO;
+    return style_pushes(c) && !one_gpu_pull;
+}
+constexpr bool allreduce_writes(const Call &c) { return c.nranks >= kWritesMinRanks && c.bytes >= kWritesMinBytes; }
+// One-shot (latency) up to oneshot_max_bytes, mapped or not: 4 x H200,
+// 512 KiB: 23.9 us against 31.1 for the two-shot (gpucoll_config.h).
+constexpr bool allreduce_oneshot_fits(const Call &c) { return c.bytes <= c.cfg.oneshot_max_bytes; }
+
 struct Entry {
-    const char *name;   // what verbose output and the tests call it
+    const char *name;   // what verbose output, the tests and coll_gpu_<kind>_algorithm call it
     gpucoll_coll_kind_t kind;
     PeerAlgo algo;      // the kernel's entry (kernels/peer_kernels.cu dispatches on it)
     Protocol protocol;
@@ -16,98 +67,105 @@ struct Entry {
     // senders): sound only when the host agreement of every blocking call
     // keeps ranks from running ahead, so queued calls never take it
     // (kernels/ll_lines.cuh).
-    bool one_way = false;
+    bool one_way;
+    // The automatic choice: the first row of the kind that may serve the
+    // call (serves_not) and whose condition holds.
+    bool (*chosen_when)(const Call &);
 };
 
 constexpr auto kNoKind = (gpucoll_coll_kind_t)-1;
 
-// The one table of algorithms. For each kind the first row whose condition
-// holds serves (make_plan); zero-copy rows need every rank's buffers mapped.
+// The one table of algorithms. For each kind the automatic choice takes
+// the first row that may serve the call and whose condition holds
+// (make_plan); coll_gpu_<kind>_algorithm forces a row by its name.
 constexpr Entry kTable[] = {
-    {"allreduce_ll", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceLL, Protocol::LL, true, 0, false},
-    {"allreduce_oneshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, Protocol::Scratch, true, 0, false},
-    {"allreduce_push", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, Protocol::ZeroCopyPush, true, 0, false},
-    {"allreduce_writes", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, Protocol::ZeroCopyPush, true, 0, false},
-    {"allreduce_direct", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, Protocol::ZeroCopyPull, true, 0, false},
-    {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, 0, false},
-    {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false, true},
-    {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false},
+    {"allreduce_ll", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceLL, Protocol::LL, true, 0, false, false, always},
+    {"allreduce_oneshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, Protocol::Scratch, true, 0, false,
+     false, allreduce_oneshot_fits},
+    {"allreduce_push", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, Protocol::ZeroCopyPush, true, 0, false, false,
+     [](const Call &c) { return allreduce_pushes(c) && !allreduce_writes(c); }},
+    {"allreduce_writes", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, Protocol::ZeroCopyPush, true, 0, false,
+     false, [](const Call &c) { return allreduce_pushes(c) && allreduce_writes(c); }},
+    {"allreduce_direct", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, Protocol::ZeroCopyPull, true, 0, false,
+     false, [](const Call &c) { return !allreduce_pushes(c); }},
+    {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, 0, false, false,
+     not_mapped},
+    {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false, true, always},
+    {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false, false, not_mapped},
+    // Reduce_scatter(_block) has only a pull kernel (a reduction reads all inputs).
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull,
-     true, 0, true},
+     true, 0, true, false, always},
     {"reduce_scatter_block_ll", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockLL, Protocol::LL, true,
-     0, true},
+     0, true, false, always},
     {"reduce_scatter_block", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, Protocol::Scratch, true,
-     1, true},
-    {"allgather_push", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, Protocol::ZeroCopyPush, false, 0, true},
-    {"allgather_direct", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, Protocol::ZeroCopyPull, false, 0, true},
-    {"allgather_ll", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, Protocol::LL, false, 0, true},
-    {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true},
-    {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false},
-    {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false},
-    {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false, true},
-    {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false},
+     1, true, false, not_mapped},
+    {"allgather_push", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, Protocol::ZeroCopyPush, false, 0, true, false,
+     style_pushes},
+    {"allgather_direct", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, Protocol::ZeroCopyPull, false, 0, true,
+     false, style_pulls},
+    {"allgather_ll", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, Protocol::LL, false, 0, true, false, always},
+    {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true, false, not_mapped},
+    {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false, false,
+     style_pushes},
+    {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false, false,
+     style_pulls},
+    {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false, true, always},
+    {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false, false, not_mapped},
     // Zero-copy alltoall is alltoallv's kernel with equal blocks: each byte moves once, not in and out of
-    // scratch (H100, 2 ranks under MPS, 128 MiB: see docs/performance.md).
-    {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, true},
-    {"alltoall_ll", GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, Protocol::LL, false, 0, true},
-    {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, 1, true},
+    // scratch (H100, 2 ranks under MPS, 128 MiB: see docs/performance.md). There is no pull kernel.
+    {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, true, false,
+     always},
+    {"alltoall_ll", GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, Protocol::LL, false, 0, true, false, always},
+    {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, 1, true, false, not_mapped},
     // The vector kinds run zero-copy or not at all (the caller stages them).
-    {"vector_push", GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false},
+    {"vector_push", GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false, false,
+     always},
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull, true,
-     0, false},
-    {"vector_push", GPUCOLL_COLL_ALLTOALLV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false},
+     0, false, false, always},
+    {"vector_push", GPUCOLL_COLL_ALLTOALLV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false, false,
+     always},
     // No collective: MPI_Reduce_local and the inter-node reducer (core/local_reduce.cpp).
-    {"local_reduce", kNoKind, PeerAlgo::LocalReduce, Protocol::Local, true, 0, false},
+    {"local_reduce", kNoKind, PeerAlgo::LocalReduce, Protocol::Local, true, 0, false, false, always},
 };
 
-// Whether zero-copy `kind` runs by stores (push) or loads (pull).
-// Auto pushes: on 4 x H200 at 256 MiB, push against pull, allgather 592 vs
-// 676 us, bcast 818 vs 1322 us, allreduce see kWritesMinBytes
-// (docs/performance.md). Reduce_scatter(_block) has only a pull kernel (a
-// reduction reads all inputs), Allgatherv, Alltoall(v) only a push kernel.
-bool direct_push(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
+static_assert(GPUCOLL_FORCEABLE_KINDS == GPUCOLL_COLL_ALLGATHERV,
+              "config.algorithm[] has a slot for every kind before the vector kinds");
+
+constexpr bool zero_copy(Protocol p) { return p == Protocol::ZeroCopyPull || p == Protocol::ZeroCopyPush; }
+
+// Why row `e` cannot serve the call (nullptr: it can). Forced or not, a
+// row serves only calls it is sound for.
+const char *serves_not(const Entry &e, const Call &c)
 {
-    if (kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK || kind == GPUCOLL_COLL_REDUCE_SCATTER) return false;
-    if (kind == GPUCOLL_COLL_ALLGATHERV || kind == GPUCOLL_COLL_ALLTOALLV || kind == GPUCOLL_COLL_ALLTOALL)
-        return true;
-    return cfg.direct_style != GPUCOLL_DIRECT_PULL;
+    if (c.queued && e.one_way)
+        return "a nonblocking or persistent call takes only algorithms in which every rank waits for every other";
+    if (zero_copy(e.protocol) && !c.direct)
+        return "not every rank's buffers are mapped for zero-copy (size, alignment, in place, or an allocation "
+               "that cannot be exported)";
+    if (e.protocol == Protocol::LL && !c.ll)
+        return c.direct ? "a zero-copy call" : "larger than ll_max_bytes per rank, or an alltoall in place";
+    return nullptr;
 }
 
-// Zero-copy allreduce by stores: from 3 ranks and 16 MiB on, every byte as
-// a store through the owners' scratch (4 x H200, 256 MiB: 1228 us against
-// 1348 reading the inputs and pushing the results, 1328 pulling both; 64 MiB:
-// 323, 358, 366); below that, or on 2 ranks (64 MiB: 227 against 259), the
-// loads of the inputs cost less than the trip through scratch.
-constexpr size_t kWritesMinBytes = 16u << 20;
-
-// All ranks on one GPU (MPS), from this many on: zero-copy allreduce pulls
-// both halves (H100, 4 ranks: 16 MiB 128 us against 170 by stores through
-// scratch, 64 MiB 456 against 650, 256 MiB 1495 against 1915); on 2 ranks
-// the pushed results cost less (64 MiB 148 against 245). docs/performance.md.
-constexpr int kOneGpuPullMinRanks = 3;
-
-// Allreduce: the size picks one-shot (latency) or a two-shot (bandwidth);
-// the parameter can force either. Zero-copy when the buffers are mapped;
-// flag-in-data (LL) when `ll` says the call may take it (make_plan).
-PeerAlgo allreduce_algo(size_t bytes, int nranks, const gpucoll_config_t &cfg, bool direct, bool ll,
-                        const GpuShare &share)
+// The row coll_gpu_<kind>_algorithm forces, or nullptr (auto, or a value
+// that names no row of the kind).
+const Entry *forced_row(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
 {
-    const bool one_gpu_pull = share.ranks == nranks && nranks >= kOneGpuPullMinRanks &&
-                              cfg.direct_style == GPUCOLL_DIRECT_AUTO;
-    PeerAlgo zero_copy = !direct_push(GPUCOLL_COLL_ALLREDUCE, cfg) || one_gpu_pull ? PeerAlgo::AllreduceDirect
-                         : nranks >= 3 && bytes >= kWritesMinBytes                ? PeerAlgo::AllreduceWrites
-                                                                                  : PeerAlgo::AllreducePush;
-    switch (cfg.allreduce_algorithm) {
-    case GPUCOLL_ALLREDUCE_ONESHOT: return PeerAlgo::AllreduceOneShot;
-    case GPUCOLL_ALLREDUCE_TWOSHOT: return PeerAlgo::AllreduceTwoShot;
-    case GPUCOLL_ALLREDUCE_DIRECT: return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
-    case GPUCOLL_ALLREDUCE_WRITES: return direct ? PeerAlgo::AllreduceWrites : PeerAlgo::AllreduceTwoShot;
-    default:
-        if (ll) return PeerAlgo::AllreduceLL;
-        if (bytes <= cfg.oneshot_max_bytes) return PeerAlgo::AllreduceOneShot;
-        return direct ? zero_copy : PeerAlgo::AllreduceTwoShot;
-    }
+    if (kind < 0 || kind >= GPUCOLL_FORCEABLE_KINDS || cfg.algorithm[kind] <= 0) return nullptr;
+    int left = cfg.algorithm[kind];
+    for (const Entry &e : kTable)
+        if (e.kind == kind && --left == 0) return &e;
+    return nullptr;
 }
+
+// Bytes per thread block (block_bytes = 0). Below a few MiB the kernels
+// wait on the links' latency, not their bandwidth: many small blocks keep
+// more loads in flight (4 ranks, H200: a 64 KiB one-shot allreduce takes
+// 33 us on 2 blocks, 19 us on 16). Zero-copy kernels move large messages:
+// 64 KiB per block, up to the cap (128 blocks beat 64 by 3% at 256 MiB).
+// docs/performance.md has the sweep.
+constexpr size_t kScratchBlockBytes = 4 * 1024;
+constexpr size_t kZeroCopyBlockBytes = 64 * 1024;
 
 } // namespace
 
@@ -121,30 +179,69 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     // The flag-in-data kernels serve small messages through scratch; a
     // zero-copy call (direct_min_bytes set below ll_max_bytes) stays zero-copy.
     // In-place alltoall_ll could overwrite a block before it is sent.
-    bool ll = !direct && a.count * elt <= cfg.ll_max_bytes &&
-              (a.kind != GPUCOLL_COLL_ALLTOALL || a.sbuf);
-    PeerAlgo want =
-        a.kind == GPUCOLL_COLL_ALLREDUCE ? allreduce_algo(a.count * elt, nranks, cfg, direct, ll, share)
-                                         : PeerAlgo::Bcast;
-    bool push = direct && direct_push(a.kind, cfg);
-    for (const Entry &e : kTable) {
-        if (e.kind != a.kind || (a.kind == GPUCOLL_COLL_ALLREDUCE && e.algo != want)) continue;
-        if (a.kind != GPUCOLL_COLL_ALLREDUCE &&
-            (is_direct(e.algo) != direct || (direct && (e.protocol == Protocol::ZeroCopyPush) != push) ||
-             (is_ll(e.algo) && !ll)))
-            continue;
-        if (queued && (e.one_way || (is_direct(e.algo) && !direct))) continue;
-        if (e.reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
-        if (!e.reduces && a.op != GPUCOLL_OP_NONE) return false;
-        plan->algo = e.algo;
-        // Areas in scratch start at multiples of the chunk: keep it a multiple
-        // of 16 elements so that every area stays 16-byte aligned.
-        plan->chunk = (a.count + 15) / 16 * 16;
-        plan->scratch_blocks_per_step = e.areas_per_rank ? nranks : (e.algo == PeerAlgo::AllreduceTwoShot ? 2 : 1);
-        plan->strided = e.strided;
-        return true;
+    const bool ll = !direct && a.count * elt <= cfg.ll_max_bytes && (a.kind != GPUCOLL_COLL_ALLTOALL || a.sbuf);
+    const Call call{a.count * elt, nranks, cfg, direct, ll, queued, share};
+    const Entry *row = forced_row(a.kind, cfg);
+    plan->forced_refused = row ? serves_not(*row, call) : nullptr;
+    if (!row || plan->forced_refused) {
+        row = nullptr;
+        for (const Entry &e : kTable)
+            if (e.kind == a.kind && !serves_not(e, call) && e.chosen_when(call)) {
+                row = &e;
+                break;
+            }
     }
-    return false;
+    if (!row) return false;
+    if (row->reduces && !gpucoll_op_valid(a.op, a.dtype)) return false;
+    if (!row->reduces && a.op != GPUCOLL_OP_NONE) return false;
+    plan->algo = row->algo;
+    plan->name = row->name;
+    // Areas in scratch start at multiples of the chunk: keep it a multiple
+    // of 16 elements so that every area stays 16-byte aligned.
+    plan->chunk = (a.count + 15) / 16 * 16;
+    plan->scratch_blocks_per_step = row->areas_per_rank ? nranks : (row->algo == PeerAlgo::AllreduceTwoShot ? 2 : 1);
+    plan->strided = row->strided;
+    return true;
+}
+
+const char *forced_algorithm(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
+{
+    const Entry *e = forced_row(kind, cfg);
+    return e ? e->name : nullptr;
+}
+
+bool zero_copy_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int nranks)
+{
+    const size_t bytes = a.count * gpucoll_dtype_size(a.dtype);
+    // What the zero-copy kernels of the kind need of the call: 16-byte
+    // aligned blocks for the strided ones; not in place where a block would
+    // be overwritten before its owner has sent it.
+    bool shape_ok = false;
+    // Large enough for the automatic choice (all ranks' blocks for the strided kinds).
+    bool size_ok = false;
+    switch (a.kind) {
+    case GPUCOLL_COLL_ALLREDUCE:
+        shape_ok = true;
+        size_ok = bytes > cfg.oneshot_max_bytes && bytes >= cfg.direct_min_bytes;
+        break;
+    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
+    case GPUCOLL_COLL_ALLTOALL:
+        shape_ok = a.sbuf != nullptr && bytes % 16 == 0;
+        size_ok = bytes * nranks >= cfg.direct_min_bytes;
+        break;
+    case GPUCOLL_COLL_ALLGATHER:
+        shape_ok = bytes % 16 == 0;
+        size_ok = bytes * nranks >= cfg.direct_min_bytes;
+        break;
+    case GPUCOLL_COLL_BCAST:
+        shape_ok = true;
+        size_ok = bytes >= cfg.direct_min_bytes;
+        break;
+    default: return false;
+    }
+    // A forced row decides by its protocol, at every size.
+    if (const Entry *f = forced_row(a.kind, cfg)) return shape_ok && zero_copy(f->protocol);
+    return shape_ok && size_ok;
 }
 
 size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt)
@@ -176,12 +273,9 @@ int co_resident_blocks(const GpuShare &share, bool thread_multiple)
 int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nranks, const GpuShare &share)
 {
     size_t bytes = plan_bytes(plan, elt, nranks);
-    // Below a few MiB the kernels wait on the links' latency, not their
-    // bandwidth: many small blocks keep more loads in flight (4 ranks, H200:
-    // a 64 KiB one-shot allreduce takes 33 us on 2 blocks, 19 us on 16).
-    // Zero-copy kernels move large messages: 64 KiB per block, up to the cap
-    // (128 blocks beat 64 by 3% at 256 MiB). docs/performance.md has the sweep.
-    size_t per_block = cfg.block_bytes ? cfg.block_bytes : is_direct(plan.algo) ? 64 * 1024 : 4 * 1024;
+    size_t per_block = cfg.block_bytes          ? cfg.block_bytes
+                       : is_direct(plan.algo) ? kZeroCopyBlockBytes
+                                              : kScratchBlockBytes;
     size_t want = (bytes + per_block - 1) / per_block;
     size_t cap = (size_t)cfg.max_blocks < (size_t)kMaxBlocks ? (size_t)cfg.max_blocks : (size_t)kMaxBlocks;
     // One grid for every size a resident kernel serves. 32 blocks cost small
@@ -233,8 +327,22 @@ int algo_rows(gpucoll_coll_kind_t kind, PeerAlgo *out, int max)
 {
     int n = 0;
     for (const Entry &e : kTable)
-        if (e.kind == kind && n < max) out[n++] = e.algo;
+        if (e.kind == kind) {
+            if (n < max) out[n] = e.algo;
+            n++;
+        }
     return n;
 }
 
 } // namespace gpucoll
+
+extern "C" int gpucoll_algorithm_names(gpucoll_coll_kind_t kind, const char **names, int max)
+{
+    int n = 0;
+    for (const gpucoll::Entry &e : gpucoll::kTable)
+        if (e.kind == kind) {
+            if (n < max) names[n] = e.name;
+            n++;
+        }
+    return n;
+}

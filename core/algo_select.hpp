@@ -15,6 +15,10 @@ struct Plan {
     size_t chunk;               // elements per rank and step (before scratch limits)
     int scratch_blocks_per_step;// chunk-sized areas a step needs in one scratch half
     bool strided;               // buffers hold one block per rank `count` apart
+    const char *name;           // the row's name in the algorithm table
+    // coll_gpu_<kind>_algorithm forced a row that cannot serve this call:
+    // why (the automatic choice served it instead); nullptr otherwise.
+    const char *forced_refused;
 };
 
 // The GPU a team's kernels run on, as far as grids and algorithms go: its
@@ -27,6 +31,10 @@ struct GpuShare {
 };
 
 // Fills `plan` for `a` on a team of `nranks`; false if no kernel serves it.
+// The row config.algorithm[kind] forces serves where it can; where it cannot
+// (zero-copy without mapped buffers, LL above ll_max_bytes, a one-way row
+// for a queued call) the automatic choice does, and
+// plan->forced_refused says why.
 // `direct`: every rank's buffers are mapped by the others, so the zero-copy
 // algorithms may serve (the caller decides when that holds). `share`: a
 // team whose ranks all share one GPU moves data through one HBM, which
@@ -40,6 +48,16 @@ inline bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const 
 {
     return make_plan(a, rank, nranks, cfg, false, plan);
 }
+
+// The name of the row config.algorithm[kind] forces, or nullptr (auto).
+const char *forced_algorithm(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg);
+
+// Whether `a` may run zero-copy as far as this rank's call goes (its
+// buffers must still be exported and mapped by every peer): a kind with a
+// zero-copy kernel and a call shaped for it, large enough for the automatic
+// choice, or at any size where the forced row is zero-copy (never where
+// it is not).
+bool zero_copy_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int nranks);
 
 // Largest chunk (elements, a multiple of 16) that fits a scratch half.
 size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);
@@ -75,7 +93,9 @@ enum class Protocol { LL, Scratch, ZeroCopyPull, ZeroCopyPush, Local };
 
 // From the algorithm table (core/algo_select.cpp): an algorithm's name
 // ("allreduce_ll", ...; "?" for none), its protocol, and the algorithms
-// that may serve `kind`, in the order make_plan tries them (at most `max`).
+// that may serve `kind`, in the order make_plan tries them (at most `max`
+// written; returns how many there are). gpucoll_algorithm_names
+// (gpucoll_core.h) gives the rows' names in the same order.
 const char *algo_name(PeerAlgo algo);
 Protocol algo_protocol(PeerAlgo algo);
 int algo_rows(gpucoll_coll_kind_t kind, PeerAlgo *out, int max);

@@ -88,6 +88,13 @@ typedef enum gpucoll_coll_kind {
     GPUCOLL_COLL_KIND_COUNT
 } gpucoll_coll_kind_t;
 
+/* The algorithm table (core/algo_select.cpp): the names of the algorithms
+ * that may serve `kind`, in the order the
+ * automatic choice tries them ("allreduce_ll", "allreduce_oneshot", ...):
+ * config.algorithm[kind] = i + 1 forces names[i]. Writes at most `max`
+ * names; returns how many there are. */
+int gpucoll_algorithm_names(gpucoll_coll_kind_t kind, const char **names, int max);
+
 /* The most ranks a team has (config.max_peers is capped by it). */
 #define GPUCOLL_TEAM_MAX_RANKS 8
 

@@ -14,9 +14,12 @@
 //      from then on, so the whole communicator falls back to staging.
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <string>
 
 #include "core_state.hpp"
+#include "gpucoll_topo.h"
 #include "hier.hpp"
 #include "no_throw.hpp"
 
@@ -34,6 +37,37 @@ bool reduces(gpucoll_coll_kind_t k)
 {
     return k == GPUCOLL_COLL_ALLREDUCE || k == GPUCOLL_COLL_REDUCE || k == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK;
 }
+
+#if GPUCOLL_HAVE_UCX
+// UCX_NET_DEVICES of the RDMA NIC nearest this process's current GPU, ""
+// where there is none or the machine cannot be read. The machine is read
+// once (hwloc takes tens of milliseconds), when the first cross-node group
+// is built: the process's UCP context is created then, once.
+std::string nic_near_current_gpu()
+{
+    int device = -1;
+    char bus[32];
+    if (!gpu_port_driver_present() || gpuGetDevice(&device) != gpuSuccess ||
+        gpuDeviceGetPCIBusId(bus, sizeof bus, device) != gpuSuccess)
+        return "";
+    static std::mutex lock;
+    static bool read = false;
+    static topo::Topology machine;
+    std::lock_guard<std::mutex> guard(lock);
+    if (!read && topo::load_live_topology(&machine) != GPUCOLL_SUCCESS) machine = topo::Topology{};
+    read = true;
+    return topo::ucx_net_devices_near_gpu(machine, topo::find_gpu_by_bus_id(machine, bus));
+}
+
+// coll_gpu_ucx_net_devices for the UCX group: "auto" resolved, "all" or
+// nothing left to UCX.
+std::string ucx_net_devices(const gpucoll_config_t &cfg)
+{
+    const char *want = cfg.ucx_net_devices;
+    if (!want || !*want || std::strcmp(want, "all") == 0) return "";
+    return std::strcmp(want, "auto") == 0 ? nic_near_current_gpu() : want;
+}
+#endif
 
 } // namespace
 
@@ -200,6 +234,8 @@ static gpucoll_status_t gpucoll_hier_connect_cross_body(gpucoll_hier_t *h, const
     if (cfg.ucx_chunk_bytes) uc.chunk_bytes = cfg.ucx_chunk_bytes;
     if (cfg.ucx_pipeline_depth > 0) uc.pipeline_depth = cfg.ucx_pipeline_depth;
     uc.device_path = (gpucoll_ucx_device_path_t)cfg.ucx_device_path;
+    const std::string net_devices = ucx_net_devices(cfg);
+    uc.net_devices = net_devices.c_str();
     return gpucoll_ucx_group_create(&uc, oob, &h->group);
 #else
     (void)h;

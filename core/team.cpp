@@ -362,27 +362,14 @@ size_t vector_grid_elems(const gpucoll_team *t, const gpucoll_coll_args_t &a)
 
 } // namespace
 
-// The peers access our buffers with our layout: the caller checks that they
-// can be exported and are aligned for 16-byte accesses.
-bool gpucoll::direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, size_t elt, int nranks)
+void gpucoll::note_forced_refused(gpucoll_team *t, gpucoll_coll_kind_t kind, const Plan &plan)
 {
-    size_t bytes = a.count * elt;
-    switch (a.kind) {
-    case GPUCOLL_COLL_ALLREDUCE:
-        if (cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_ONESHOT || cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_TWOSHOT)
-            return false;
-        return cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_DIRECT || cfg.allreduce_algorithm == GPUCOLL_ALLREDUCE_WRITES ||
-               (bytes > cfg.oneshot_max_bytes && bytes >= cfg.direct_min_bytes);
-    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
-        return a.sbuf != nullptr && bytes % 16 == 0 && bytes * nranks >= cfg.direct_min_bytes;
-    case GPUCOLL_COLL_ALLGATHER: return bytes % 16 == 0 && bytes * nranks >= cfg.direct_min_bytes;
-    // In place, a block would be overwritten before its owner has sent it.
-    case GPUCOLL_COLL_ALLTOALL: return a.sbuf != nullptr && bytes % 16 == 0 && bytes * nranks >= cfg.direct_min_bytes;
-    case GPUCOLL_COLL_BCAST: return bytes >= cfg.direct_min_bytes;
-    default: return false;
-    }
+    if (config().verbose < 10 || t->told_forced[kind]) return;
+    t->told_forced[kind] = true;
+    fprintf(stderr, "coll:gpu: rank %d: forced algorithm %s cannot serve this call (%s); %s instead (said once per "
+            "communicator and collective)\n",
+            t->rank, forced_algorithm(kind, config()), plan.forced_refused, plan.name);
 }
-
 
 PeerArgs gpucoll::kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_coll_args_t &a, const char *src,
                               char *dst)
@@ -467,7 +454,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
     }
     // Zero-copy needs the scratch (for its flags) to exist already: the
     // first call of a team always goes through scratch.
-    if (ok && !vector && t->gpu == gpucoll_team::GpuReady && direct_candidate(a, cfg, elt, t->size) &&
+    if (ok && !vector && t->gpu == gpucoll_team::GpuReady && zero_copy_candidate(a, cfg, t->size) &&
         (uintptr_t)src_ptr % 16 == 0 && (uintptr_t)a.rbuf % 16 == 0) {
         ShmRank &me = t->shm->ranks[t->rank];
         gpu_port_query_pointer(src_ptr, &si); // base and buffer id too
@@ -525,6 +512,8 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
     if (vector && !all_direct) return GPUCOLL_ERR_UNSUPPORTED; // every rank saw it: all stage
     if (all_direct && !make_plan(a, t->rank, t->size, cfg, true, &plan, t->share))
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no zero-copy plan for collective %d", (int)a.kind);
+
+    if (plan.forced_refused) note_forced_refused(t, a.kind, plan);
 
     // Chunks must fit in half of the scratch; every rank computes the same.
     size_t max_chunk = max_chunk_elems(plan, t->half_bytes, elt);

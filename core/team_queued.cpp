@@ -180,7 +180,7 @@ void publish_buffers(gpucoll_plan *p)
     gpucoll_team *t = p->team;
     const gpucoll_config_t &cfg = config();
     if (p->sbuf.temp || p->rbuf.temp || !p->dst) return;
-    if (!direct_candidate(p->a, cfg, gpucoll_dtype_size(p->a.dtype), t->size)) return;
+    if (!zero_copy_candidate(p->a, cfg, t->size)) return;
     if ((uintptr_t)p->src % 16 || (uintptr_t)p->dst % 16) return;
     if (!make_plan(p->a, t->rank, t->size, cfg, true, &p->zc, t->share, true) || !is_direct(p->zc.algo)) return;
     const int slot = (int)(p->number % kPersistSlots);
@@ -318,6 +318,7 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     p->a = a;
     if (!make_plan(a, t->rank, t->size, cfg, false, &p->plan, t->share, true))
         return GPUCOLL_ERR_UNSUPPORTED; // no kernel for the type and op: alike everywhere
+    if (p->plan.forced_refused) note_forced_refused(t, a.kind, p->plan);
     if (!is_ll(p->plan.algo)) p->plan.chunk = std::min(p->plan.chunk, max_chunk_elems(p->plan, t->half_bytes, elt));
     if (p->plan.chunk == 0) return GPUCOLL_ERR_UNSUPPORTED;
     p->blocks = blocks_for(p->plan, elt, cfg, t->size, t->share);

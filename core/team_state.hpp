@@ -120,6 +120,7 @@ struct gpucoll_team {
     gpucoll::ResidentKernel resident; // serves small calls without a launch each (if ready())
     gpucoll::GpuShare share;          // what the grids must fit (gpu_share_of), once the GPU is set up
     bool told_threads = false; // verbose: said once that a kernel took fewer threads than asked
+    bool told_forced[GPUCOLL_COLL_KIND_COUNT] = {}; // verbose: said once that a forced algorithm could not serve
     int gpu_ranks = 0;         // gpucoll_oob_t.gpu_ranks
     // Queued calls (core/team_queued.cpp): their own stream, which never
     // waits for the legacy default stream implicitly (so that the caller's
@@ -166,6 +167,9 @@ inline char *ll_area(const gpucoll_team *t) { return t->scratch[t->rank] + kData
 // flag, which it takes: every rank builds the same sequence of calls, so the
 // counters stay equal on every rank. In core/team.cpp.
 PeerArgs kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_coll_args_t &a, const char *src, char *dst);
+// Verbose 10: says, once per team and kind, that the forced algorithm of
+// `kind` could not serve a call and which one did (plan.forced_refused).
+void note_forced_refused(gpucoll_team *t, gpucoll_coll_kind_t kind, const Plan &plan);
 
 // The GPU side (core/team_gpu.cpp). setup_gpu is collective: every rank
 // calls it at the same call, and all end up ready or none (t->gpu).
@@ -180,9 +184,6 @@ bool drain_queued(gpucoll_team *t);
 void release_queued(gpucoll_team *t);
 
 // Zero-copy (core/team.cpp), shared by blocking calls and persistent plans.
-// Whether `a` may run zero-copy from this rank's side: a kind with a direct
-// kernel, large enough (the caller checks alignment and export).
-bool direct_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, size_t elt, int nranks);
 // Whether what this rank's zero-copy kernel touches in peer r's buffers
 // (described by s and d) lies inside them.
 bool peer_ranges_fit(const gpucoll_team *t, const gpucoll_coll_args_t &a, int r, size_t elt, const IpcDesc &s,

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "opal/mca/base/mca_base_var.h"
 
@@ -29,10 +30,20 @@ mca_coll_gpu_component_t mca_coll_gpu_component = {
 
 static const mca_base_var_enum_value_t path_values[] = {
     {GPUCOLL_PATH_AUTO, "auto"}, {GPUCOLL_PATH_STAGED, "staged"}, {GPUCOLL_PATH_IPC, "ipc"}, {0, NULL}};
-static const mca_base_var_enum_value_t allreduce_values[] = {
-    {GPUCOLL_ALLREDUCE_AUTO, "auto"}, {GPUCOLL_ALLREDUCE_ONESHOT, "oneshot"},
-    {GPUCOLL_ALLREDUCE_TWOSHOT, "twoshot"}, {GPUCOLL_ALLREDUCE_DIRECT, "direct"},
-    {GPUCOLL_ALLREDUCE_WRITES, "writes"}, {0, NULL}};
+/* The values of coll_gpu_allreduce_algorithm before its values were the
+ * algorithm table's names: each stays a name of the row it meant. */
+static const struct {
+    gpucoll_coll_kind_t kind;
+    const char *alias, *row;
+} algorithm_aliases[] = {
+    {GPUCOLL_COLL_ALLREDUCE, "oneshot", "allreduce_oneshot"},
+    {GPUCOLL_COLL_ALLREDUCE, "twoshot", "allreduce_twoshot"},
+    {GPUCOLL_COLL_ALLREDUCE, "direct", "allreduce_direct"},
+    {GPUCOLL_COLL_ALLREDUCE, "writes", "allreduce_writes"},
+};
+/* Room for a kind's rows (the table has at most 6 per kind) and their aliases. */
+#define ALGORITHM_ROWS_MAX 16
+#define ALGORITHM_VALUES_MAX (1 + ALGORITHM_ROWS_MAX + sizeof algorithm_aliases / sizeof algorithm_aliases[0] + 1)
 static const mca_base_var_enum_value_t direct_style_values[] = {
     {GPUCOLL_DIRECT_AUTO, "auto"}, {GPUCOLL_DIRECT_PULL, "pull"}, {GPUCOLL_DIRECT_PUSH, "push"}, {0, NULL}};
 static const mca_base_var_enum_value_t inter_path_values[] = {
@@ -56,13 +67,16 @@ typedef enum gpu_param_type {
     GPU_PARAM_INT,  /* int */
     GPU_PARAM_SIZE, /* size_t */
     GPU_PARAM_BOOL, /* bool */
-    GPU_PARAM_ENUM  /* int, named by .values */
+    GPU_PARAM_STRING, /* char * (Open MPI keeps its own copy of the string) */
+    GPU_PARAM_ENUM, /* int, named by .values */
+    GPU_PARAM_ALGORITHM /* int, named by the algorithm table's rows for .coll_kind (algorithm_values) */
 } gpu_param_type_t;
 
 typedef struct gpu_param {
     const char *name; /* without the coll_gpu_ prefix */
     gpu_param_type_t type;
     const mca_base_var_enum_value_t *values; /* GPU_PARAM_ENUM only */
+    gpucoll_coll_kind_t coll_kind;           /* GPU_PARAM_ALGORITHM only */
     mca_base_var_info_lvl_t level;
     const char *help;
     size_t offset; /* of the destination within mca_coll_gpu_component_t */
@@ -70,6 +84,7 @@ typedef struct gpu_param {
         int i;    /* GPU_PARAM_INT, GPU_PARAM_ENUM */
         size_t z; /* GPU_PARAM_SIZE */
         bool b;   /* GPU_PARAM_BOOL */
+        const char *s; /* GPU_PARAM_STRING */
     } def;
 } gpu_param_t;
 
@@ -85,7 +100,15 @@ typedef struct gpu_param {
 #define COMP_SIZE(f) .type = GPU_PARAM_SIZE, .offset = GPU_DEST(f, size_t)
 #define CFG_INT(f) .type = GPU_PARAM_INT, .offset = GPU_DEST(config.f, int)
 #define CFG_SIZE(f) .type = GPU_PARAM_SIZE, .offset = GPU_DEST(config.f, size_t)
+#define CFG_STRING(f) .type = GPU_PARAM_STRING, .offset = GPU_DEST(config.f, char *)
 #define CFG_ENUM(f, v) .type = GPU_PARAM_ENUM, .values = (v), .offset = GPU_DEST(config.f, int)
+#define CFG_ALGORITHM(k) .type = GPU_PARAM_ALGORITHM, .coll_kind = (k), .offset = GPU_DEST(config.algorithm[k], int)
+/* What every coll_gpu_<kind>_algorithm's help says after its kind's own part. */
+#define ALGORITHM_HELP_TAIL                                                                                  \
+    " A forced algorithm serves every call it can (a zero-copy one makes calls of every size zero-copy "   \
+    "where all buffers can be mapped); a call it cannot serve (zero-copy without mapped buffers, "         \
+    "flag-in-data (_ll) above ll_max_bytes, zero-copy or one-way for a nonblocking or persistent call) "   \
+    "takes the automatic choice, which coll_gpu_verbose >= 10 says once per communicator"
 
 static const gpu_param_t gpu_params[] = {
     {.name = "priority", COMP_INT(priority), .level = OPAL_INFO_LVL_6, .def.i = 95,
@@ -106,13 +129,37 @@ static const gpu_param_t gpu_params[] = {
              "the communicator shares a node and has device buffers, else staged), staged (always copy "
              "through host memory and run the displaced host algorithm), ipc (same as auto). A "
              "communicator's info key coll_gpu_path=staged forces staged on that communicator."},
-    {.name = "allreduce_algorithm", CFG_ENUM(allreduce_algorithm, allreduce_values), .level = OPAL_INFO_LVL_5,
-     .def.i = GPUCOLL_ALLREDUCE_AUTO,
-     .help = "Allreduce over peer memory: auto (one-shot up to oneshot_max_bytes, "
-             "zero-copy two-shot above where all buffers can be mapped, else two-shot "
-             "through scratch), oneshot, twoshot (through scratch), direct (zero-copy, "
-             "loads or stores as direct_style says), writes (zero-copy by stores only, "
-             "the reduce-scatter through the owners' scratch)"},
+    /* Forcing an algorithm per collective kind: the values are the rows of
+     * the core's algorithm table (gpucoll_algorithm_names). */
+    {.name = "allreduce_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_ALLREDUCE), .level = OPAL_INFO_LVL_5, .def.i = 0,
+     .help = "Allreduce over peer memory: auto (allreduce_ll up to ll_max_bytes, allreduce_oneshot up to "
+             "oneshot_max_bytes, zero-copy from direct_min_bytes where every buffer can be mapped: "
+             "allreduce_push, allreduce_writes from 3 ranks and 16 MiB, allreduce_direct (loads) where "
+             "direct_style or ranks sharing one GPU say pull; else allreduce_twoshot through scratch), or "
+             "one algorithm by name. oneshot, twoshot, direct and writes are the former names of "
+             "allreduce_oneshot, allreduce_twoshot, allreduce_direct and allreduce_writes." ALGORITHM_HELP_TAIL},
+    {.name = "reduce_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_REDUCE), .level = OPAL_INFO_LVL_5, .def.i = 0,
+     .help = "Reduce over peer memory: auto (reduce_ll up to ll_max_bytes, else reduce through scratch), or "
+             "one algorithm by name." ALGORITHM_HELP_TAIL},
+    {.name = "bcast_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_BCAST), .level = OPAL_INFO_LVL_5, .def.i = 0,
+     .help = "Bcast over peer memory: auto (zero-copy from direct_min_bytes where every buffer can be "
+             "mapped: bcast_push, or bcast_direct (loads) with direct_style=pull; else bcast_ll up to "
+             "ll_max_bytes, bcast through scratch above), or one algorithm by name." ALGORITHM_HELP_TAIL},
+    {.name = "allgather_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_ALLGATHER), .level = OPAL_INFO_LVL_5, .def.i = 0,
+     .help = "Allgather over peer memory: auto (zero-copy from direct_min_bytes (all blocks) where every "
+             "buffer can be mapped: allgather_push, or allgather_direct (loads) with direct_style=pull; "
+             "else allgather_ll up to ll_max_bytes per block, allgather through scratch above), or one "
+             "algorithm by name." ALGORITHM_HELP_TAIL},
+    {.name = "reduce_scatter_block_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK),
+     .level = OPAL_INFO_LVL_5, .def.i = 0,
+     .help = "Reduce_scatter_block over peer memory: auto (reduce_scatter_direct, zero-copy by loads, from "
+             "direct_min_bytes (all blocks) where every buffer can be mapped; else reduce_scatter_block_ll "
+             "up to ll_max_bytes per block, reduce_scatter_block through scratch above), or one algorithm "
+             "by name." ALGORITHM_HELP_TAIL},
+    {.name = "alltoall_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_ALLTOALL), .level = OPAL_INFO_LVL_5, .def.i = 0,
+     .help = "Alltoall over peer memory: auto (alltoall_push, zero-copy by stores, from direct_min_bytes (all "
+             "blocks) where every buffer can be mapped; else alltoall_ll up to ll_max_bytes per block and not "
+             "in place, alltoall through scratch), or one algorithm by name." ALGORITHM_HELP_TAIL},
     {.name = "oneshot_max_bytes", CFG_SIZE(oneshot_max_bytes), .level = OPAL_INFO_LVL_5,
      .def.z = GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES,
      .help = "Largest allreduce (bytes) that the auto choice runs one-shot"},
@@ -123,16 +170,18 @@ static const gpu_param_t gpu_params[] = {
              "kernels: each rank stores its data with a flag per 8 bytes straight into its peers' "
              "scratch, no barrier (the lowest latency; twice the bytes over the links). 0: never. "
              "At most 512 KiB; the scratch of every communicator grows by 32 x this. A forced "
-             "allreduce_algorithm other than auto takes precedence for allreduce"},
+             "coll_gpu_<kind>_algorithm takes precedence for its kind"},
     {.name = "direct_min_bytes", CFG_SIZE(direct_min_bytes), .level = OPAL_INFO_LVL_5,
      .def.z = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES,
      .help = "Smallest message (bytes, all ranks' blocks for allgather/reduce_scatter_block) "
              "that runs zero-copy: peers read each other's buffers through CUDA IPC instead "
-             "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes"},
+             "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes. A forced "
+             "zero-copy coll_gpu_<kind>_algorithm makes every size a candidate, any other none"},
     {.name = "direct_style", CFG_ENUM(direct_style, direct_style_values), .level = OPAL_INFO_LVL_5,
      .def.i = GPUCOLL_DIRECT_AUTO,
-     .help = "How zero-copy allreduce, allgather and bcast move data between the mapped buffers: "
-             "auto (the one measured faster for the collective and rank count), pull (every "
+     .help = "How zero-copy allreduce, allgather and bcast move data between the mapped buffers, where "
+             "the automatic choice picks (coll_gpu_<kind>_algorithm forces one algorithm of one kind "
+             "instead): auto (the one measured faster for the collective and rank count), pull (every "
              "rank loads what it needs from its peers' buffers), push (the rank that holds or "
              "reduces a piece stores it into every peer's buffer)"},
     {.name = "ipc_cache_entries", CFG_INT(ipc_cache_entries), .level = OPAL_INFO_LVL_6,
@@ -221,6 +270,12 @@ static const gpu_param_t gpu_params[] = {
     {.name = "ucx_pipeline_depth", CFG_INT(ucx_pipeline_depth), .level = OPAL_INFO_LVL_6,
      .def.i = 4, /* GPUCOLL_UCX_DEFAULT_PIPELINE_DEPTH (ucx_transport/gpucoll_ucx.h) */
      .help = "Chunks in flight per inter-node UCX message (at least 2)"},
+    {.name = "ucx_net_devices", CFG_STRING(ucx_net_devices), .level = OPAL_INFO_LVL_5, .def.s = "auto",
+     .help = "Network devices of the inter-node UCX transport: auto (the RDMA NIC nearest the rank's "
+             "GPU in the machine's topology (hwloc), with its active ports, e.g. mlx5_2:1; UCX's own "
+             "choice where no NIC has RDMA), all (UCX's own choice), or a list as UCX_NET_DEVICES takes "
+             "it. A UCX_NET_DEVICES in the environment wins. The devices in use are printed with the "
+             "UCX group at coll_gpu_verbose >= 10."},
 };
 
 #undef COMP_INT
@@ -228,8 +283,38 @@ static const gpu_param_t gpu_params[] = {
 #undef COMP_SIZE
 #undef CFG_INT
 #undef CFG_SIZE
+#undef CFG_STRING
 #undef CFG_ENUM
+#undef CFG_ALGORITHM
+#undef ALGORITHM_HELP_TAIL
 #undef GPU_DEST
+
+/* The values of coll_gpu_<kind>_algorithm: auto (0), then the rows that
+ * may serve `kind` in the table's order (row i: i + 1, what config.algorithm[]
+ * takes), then the kind's aliases. Kept for the life of the process. */
+static const mca_base_var_enum_value_t *algorithm_values(gpucoll_coll_kind_t kind)
+{
+    static mca_base_var_enum_value_t values[GPUCOLL_FORCEABLE_KINDS][ALGORITHM_VALUES_MAX];
+    const char *names[ALGORITHM_ROWS_MAX];
+    mca_base_var_enum_value_t *v = values[kind];
+    int rows = gpucoll_algorithm_names(kind, names, ALGORITHM_ROWS_MAX);
+    if (rows > ALGORITHM_ROWS_MAX) {
+        opal_output(0, "coll:gpu: collective %d has %d algorithms, room for %d: the rest cannot be forced",
+                    (int)kind, rows, ALGORITHM_ROWS_MAX);
+        rows = ALGORITHM_ROWS_MAX;
+    }
+    size_t n = 0;
+    v[n++] = (mca_base_var_enum_value_t){0, "auto"};
+    for (int i = 0; i < rows; i++) v[n++] = (mca_base_var_enum_value_t){i + 1, names[i]};
+    for (size_t k = 0; k < sizeof algorithm_aliases / sizeof algorithm_aliases[0]; k++) {
+        if (algorithm_aliases[k].kind != kind) continue;
+        for (int i = 0; i < rows; i++)
+            if (strcmp(names[i], algorithm_aliases[k].row) == 0)
+                v[n++] = (mca_base_var_enum_value_t){i + 1, algorithm_aliases[k].alias};
+    }
+    v[n] = (mca_base_var_enum_value_t){0, NULL};
+    return v;
+}
 
 static int gpu_register(void)
 {
@@ -249,11 +334,17 @@ static int gpu_register(void)
             *(bool *)storage = p->def.b;
             type = MCA_BASE_VAR_TYPE_BOOL;
             break;
-        case GPU_PARAM_ENUM: {
+        case GPU_PARAM_STRING:
+            *(const char **)storage = p->def.s;
+            type = MCA_BASE_VAR_TYPE_STRING;
+            break;
+        case GPU_PARAM_ENUM:
+        case GPU_PARAM_ALGORITHM: {
             char enum_name[64];
             *(int *)storage = p->def.i;
             snprintf(enum_name, sizeof enum_name, "coll_gpu_%s", p->name);
-            mca_base_var_enum_create(enum_name, p->values, &e);
+            mca_base_var_enum_create(enum_name, p->type == GPU_PARAM_ENUM ? p->values : algorithm_values(p->coll_kind),
+                                     &e);
             break;
         }
         }

@@ -10,7 +10,8 @@
  *
  *  - Communicator plan (pure logic, no hwloc, no MPI): given where every rank
  *    runs ({node id, GPU bus id} per rank), the node-local groups, the
- *    cross-node groups and whether the layout is uniform.
+ *    cross-node groups and whether the layout is uniform. The core's
+ *    hierarchical path takes its layout from it (core/hier_plan.cpp).
  *
  * Layering: uses common/ only (status codes via gpucoll_fail()); never calls
  * CUDA/HIP and never includes Open MPI headers. Runtime facts (peer access)
@@ -74,6 +75,7 @@ struct Gpu {
     int socket = -1;                  /* OS index of the local package, -1 if not exactly one */
     std::string cpuset;               /* local CPUs, list syntax "0-27,56-83" */
     int nearest_nic = -1;             /* index into Topology::nics, -1 when there is no NIC */
+    int nearest_rdma_nic = -1;        /* the same among the NICs with an RDMA device, -1 when none has */
 };
 
 struct Nic {
@@ -81,6 +83,8 @@ struct Nic {
     std::string name;                 /* RDMA device if any ("mlx5_0"), else netdev ("eth0") */
     std::vector<std::string> os_devices; /* every OS device of this NIC: "mlx5_0", "ib0" */
     bool rdma = false;                /* has an OpenFabrics (verbs) device */
+    std::vector<unsigned> active_ports; /* of the verbs device: ports hwloc reports active
+                                           (Port<N>State 4), ascending; empty when it does not say */
     std::string bus_id_str;           /* "" when hwloc gave no PCI device for it */
     std::vector<unsigned> numa_nodes;
     int socket = -1;
@@ -151,6 +155,14 @@ gpucoll_status_t overlay_peer_access(Topology *topo, const std::vector<std::stri
  * the runtime did not say No (both directions), whatever the hardware path. */
 bool peer_access_possible(const Topology &topo, int a, int b);
 
+/* The UCX_NET_DEVICES value that keeps UCX's network traffic on the RDMA
+ * NIC nearest GPU `gpu` (the one below the same PCIe switch where there is
+ * one, as NCCL picks): its verbs device with each active port
+ * ("mlx5_2:1", "mlx5_0:1,mlx5_0:2"; port 1 when hwloc names no active one).
+ * "" when the GPU is unknown or no NIC has an RDMA device (then UCX's own
+ * choice, e.g. TCP over every interface, is left alone). */
+std::string ucx_net_devices_near_gpu(const Topology &topo, int gpu);
+
 /* Names for printing: "self", "nvlink", "pcie-switch", "host-bridge",
  * "same-socket", "cross-socket"; short forms as in `nvidia-smi topo -m`:
  * "X", "NV", "PIX", "PHB", "NODE", "SYS". */
@@ -195,13 +207,13 @@ struct RankPlan {
  * list is empty or a node id is empty. */
 gpucoll_status_t build_comm_plan(const std::vector<RankPlacement> &placements, CommPlan *out);
 
-/* Splits the ranks of every host into `per_host` virtual nodes of equal size
- * (the first size/per_host ranks of the host, in rank order, form virtual
- * node 0, and so on), renaming node ids to "<node>#<k>". This lets one machine
- * exercise the inter-node path. per_host = 1 returns the input unchanged.
- * Fails (INVALID) when per_host < 1 or a host's rank count is not a multiple
- * of per_host. */
-gpucoll_status_t split_virtual_nodes(const std::vector<RankPlacement> &placements, int per_host,
+/* Splits the ranks of every host into virtual nodes of `ranks_per_node`
+ * consecutive ranks (in rank order: the host's first ranks_per_node ranks
+ * form virtual node 0, and so on), renaming node ids to "<node>#<k>"; a host
+ * with exactly ranks_per_node ranks keeps its name. This lets one machine
+ * exercise the inter-node path (coll_gpu_virtual_node_size). Fails (INVALID)
+ * when ranks_per_node < 1 or a host's rank count is not a multiple of it. */
+gpucoll_status_t split_virtual_nodes(const std::vector<RankPlacement> &placements, int ranks_per_node,
                                      std::vector<RankPlacement> *out);
 
 /* The view of `rank` (0 <= rank < node_of_rank.size(), else an empty plan). */

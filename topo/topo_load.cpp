@@ -28,8 +28,14 @@ void snapshot(hwloc_topology_t hw, const std::string &source, Topology *out)
 
     std::vector<detail::FoundGpu> gpus = detail::find_gpus(hw);
     std::vector<detail::FoundNic> nics = detail::find_nics(hw);
-    for (detail::FoundGpu &g : gpus)
+    std::vector<detail::FoundNic> rdma_nics; /* same indexes as in `nics` */
+    for (const detail::FoundNic &n : nics)
+        if (n.info.rdma)
+            rdma_nics.push_back(n);
+    for (detail::FoundGpu &g : gpus) {
         g.info.nearest_nic = detail::nearest_nic(g.obj, nics);
+        g.info.nearest_rdma_nic = detail::nearest_nic(g.obj, rdma_nics);
+    }
 
     for (const detail::FoundGpu &g : gpus)
         t.gpus.push_back(g.info);

@@ -7,6 +7,8 @@
 #include "topo_hwloc.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 
 namespace gpucoll {
 namespace topo {
@@ -36,6 +38,22 @@ void describe(hwloc_topology_t topo, FoundNic *n)
     info.numa_nodes = numa_nodes_of(topo, n->obj);
     hwloc_obj_t package = package_of(topo, n->obj);
     info.socket = package ? (int)package->os_index : -1;
+}
+
+/* hwloc's OpenFabrics devices carry "Port<N>State" per port; 4 is
+ * IBV_PORT_ACTIVE. */
+std::vector<unsigned> active_ports(hwloc_obj_t osdev)
+{
+    std::vector<unsigned> ports;
+    for (unsigned i = 0; i < osdev->infos_count; ++i) {
+        unsigned port = 0;
+        char rest = 0;
+        const hwloc_info_s &info = osdev->infos[i];
+        if (std::sscanf(info.name, "Port%uState%c", &port, &rest) == 1 && info.value && std::strcmp(info.value, "4") == 0)
+            ports.push_back(port);
+    }
+    std::sort(ports.begin(), ports.end());
+    return ports;
 }
 
 bool nic_order(const FoundNic &a, const FoundNic &b)
@@ -71,6 +89,7 @@ std::vector<FoundNic> find_nics(hwloc_topology_t topo)
         if (rdma && !info.rdma) {
             info.rdma = true;
             info.name = os->name; /* the verbs device names the NIC */
+            info.active_ports = active_ports(os);
         } else if (info.name.empty()) {
             info.name = os->name;
         }

@@ -78,13 +78,13 @@ gpucoll_status_t build_comm_plan(const std::vector<RankPlacement> &placements, C
     return GPUCOLL_SUCCESS;
 }
 
-gpucoll_status_t split_virtual_nodes(const std::vector<RankPlacement> &placements, int per_host,
+gpucoll_status_t split_virtual_nodes(const std::vector<RankPlacement> &placements, int ranks_per_node,
                                      std::vector<RankPlacement> *out)
 {
     if (!out)
         return gpucoll_fail(GPUCOLL_ERR_INVALID, "split_virtual_nodes: null output");
-    if (per_host < 1)
-        return gpucoll_fail(GPUCOLL_ERR_INVALID, "split_virtual_nodes: %d virtual nodes per host", per_host);
+    if (ranks_per_node < 1)
+        return gpucoll_fail(GPUCOLL_ERR_INVALID, "split_virtual_nodes: %d ranks per virtual node", ranks_per_node);
 
     std::map<std::string, std::vector<int>> ranks_of_host; /* ascending ranks */
     for (int r = 0; r < (int)placements.size(); ++r)
@@ -93,16 +93,15 @@ gpucoll_status_t split_virtual_nodes(const std::vector<RankPlacement> &placement
     std::vector<RankPlacement> split = placements;
     for (const auto &host : ranks_of_host) {
         const size_t count = host.second.size();
-        if (count % (size_t)per_host != 0)
+        if (count % (size_t)ranks_per_node != 0)
             return gpucoll_fail(GPUCOLL_ERR_INVALID,
-                                "split_virtual_nodes: host '%s' has %zu ranks, not a multiple of %d "
-                                "virtual nodes",
-                                host.first.c_str(), count, per_host);
-        if (per_host == 1)
-            continue; /* keep the real host names */
-        const size_t per_node = count / (size_t)per_host;
+                                "host '%s' (rank %d first) has %zu ranks, not a multiple of %d ranks per "
+                                "virtual node",
+                                host.first.c_str(), host.second[0], count, ranks_per_node);
+        if (count == (size_t)ranks_per_node)
+            continue; /* one node: keep the real host name */
         for (size_t pos = 0; pos < count; ++pos)
-            split[host.second[pos]].node_id = host.first + "#" + std::to_string(pos / per_node);
+            split[host.second[pos]].node_id = host.first + "#" + std::to_string(pos / (size_t)ranks_per_node);
     }
     *out = std::move(split);
     return GPUCOLL_SUCCESS;

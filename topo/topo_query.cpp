@@ -2,6 +2,7 @@
  * device, and may two GPUs talk directly. */
 #include "gpucoll_topo.h"
 
+#include <string>
 #include <vector>
 
 namespace gpucoll {
@@ -52,6 +53,19 @@ gpucoll_status_t overlay_peer_access(Topology *topo, const std::vector<std::stri
                 topo->link(gpu_of_device[i], gpu_of_device[j]).peer_access =
                     can_access[i * n + j] ? PeerAccess::Yes : PeerAccess::No;
     return GPUCOLL_SUCCESS;
+}
+
+std::string ucx_net_devices_near_gpu(const Topology &topo, int gpu)
+{
+    if (gpu < 0 || gpu >= (int)topo.gpus.size() || topo.gpus[gpu].nearest_rdma_nic < 0)
+        return "";
+    const Nic &nic = topo.nics[topo.gpus[gpu].nearest_rdma_nic];
+    if (nic.active_ports.empty())
+        return nic.name + ":1";
+    std::string devices;
+    for (unsigned port : nic.active_ports)
+        devices += (devices.empty() ? "" : ",") + nic.name + ":" + std::to_string(port);
+    return devices;
 }
 
 bool peer_access_possible(const Topology &topo, int a, int b)

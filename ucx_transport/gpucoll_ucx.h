@@ -80,6 +80,13 @@ typedef struct gpucoll_ucx_config {
     /* Create the UCP worker with UCS_THREAD_MODE_MULTI (taken from the first
      * group created in the process; later groups must not ask for more). */
     int thread_multi;
+    /* The network devices UCX may use, as UCX_NET_DEVICES takes them
+     * ("mlx5_0:1,mlx5_0:2"), e.g. the NIC nearest the rank's GPU. Applied
+     * to the process's UCP context (taken from the first group created) only
+     * where UCX's own configuration (the user's UCX_NET_DEVICES) leaves the
+     * choice at its default, "all". NULL or "": UCX's choice. Read during
+     * gpucoll_ucx_group_create only. */
+    const char *net_devices;
 } gpucoll_ucx_config_t;
 
 /* Defaults, taking timeout_ms from `common` when it is not NULL. */

@@ -316,10 +316,12 @@ size_t Group::describe(char *buf, size_t len) const
         types += ucs_memory_type_names[t];
     }
     const bool direct = device_path_ == GPUCOLL_UCX_DEVICE_PATH_DIRECT;
+    const std::string devices = worker_->net_devices().empty() ? "unknown" : worker_->net_devices();
     int n = snprintf(buf, len,
-                     "UCX %s (memory types %s); device buffers %s (%s); host buffers %s; chunk %zu B, %d in flight; "
-                     "timeout %d ms",
-                     ucp_get_version_string(), types.c_str(),
+                     "UCX %s (memory types %s; network devices %s, %s); device buffers %s (%s); host buffers %s; "
+                     "chunk %zu B, %d in flight; timeout %d ms",
+                     ucp_get_version_string(), types.c_str(), devices.c_str(),
+                     worker_->net_devices_ours() ? "the NIC nearest the GPU" : "UCX's configuration",
                      direct ? "go direct (GPUDirect)" : "staged through pinned host bounce buffers",
                      device_path_reason_,
                      cfg_.stage_host_buffers ? "staged with memcpy (test hook)" : "go direct", cfg_.chunk_bytes,

@@ -1,6 +1,10 @@
 #include "ucx_worker.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <string_view>
 
 #include "gpu_port.h"
@@ -16,6 +20,30 @@ Worker *g_instance = nullptr;
 /* gpu_port.h is the one file that tests the platform macros; its platform
  * name tells us which UCX memory type "device memory" is. */
 constexpr bool kHip = std::string_view(GPU_PLATFORM_NAME) == "HIP";
+
+/* UCX_NET_DEVICES as `config` has it ("all" unless the user set it): UCX
+ * has no getter for one field, so this reads what ucx_info -c prints. */
+std::string configured_net_devices(const ucp_config_t *config)
+{
+    char *text = nullptr;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f) return "";
+    ucp_config_print(config, f, nullptr, UCS_CONFIG_PRINT_CONFIG);
+    fclose(f);
+    std::string value;
+    const char *key = "UCX_NET_DEVICES=";
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        if (strncmp(line, key, strlen(key)) == 0) {
+            value.assign(line + strlen(key), end ? end : line + strlen(line));
+            break;
+        }
+        line = end ? end + 1 : nullptr;
+    }
+    free(text);
+    return value;
+}
 } // namespace
 
 ucs_memory_type_t Worker::device_memory_type() { return kHip ? UCS_MEMORY_TYPE_ROCM : UCS_MEMORY_TYPE_CUDA; }
@@ -63,6 +91,16 @@ gpucoll_status_t Worker::init(const gpucoll_ucx_config_t &cfg)
     /* Reads UCX_* from the environment (UCX_TLS, UCX_NET_DEVICES, ...). */
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
     if (st != UCS_OK) return ucx_fail(st, "ucp_config_read");
+    net_devices_ = configured_net_devices(config);
+    if (cfg.net_devices && *cfg.net_devices && net_devices_ == "all") {
+        st = ucp_config_modify(config, "NET_DEVICES", cfg.net_devices);
+        if (st != UCS_OK) {
+            ucp_config_release(config);
+            return ucx_fail(st, "ucp_config_modify(NET_DEVICES=%s)", cfg.net_devices);
+        }
+        net_devices_ = cfg.net_devices;
+        net_devices_ours_ = true;
+    }
 
     thread_multi_ = cfg.thread_multi != 0;
     ucp_params_t params = {};

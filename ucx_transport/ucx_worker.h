@@ -21,6 +21,7 @@
 #include <memory>
 #include <tuple>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "gpucoll_ucx.h"
@@ -45,6 +46,11 @@ public:
     ucp_worker_h handle() const { return worker_; }
     const std::vector<uint8_t> &address() const { return address_; }
     std::recursive_mutex &mutex() { return mutex_; }
+
+    /* UCX_NET_DEVICES as the context was created with, and whether it was
+     * ours (gpucoll_ucx_config_t.net_devices) or UCX's own configuration. */
+    const std::string &net_devices() const { return net_devices_; }
+    bool net_devices_ours() const { return net_devices_ours_; }
 
     /* What ucp_context_query reported. */
     bool supports_memory_type(ucs_memory_type_t type) const { return (memory_types_ >> type) & 1; }
@@ -86,6 +92,8 @@ private:
     std::vector<uint8_t> address_;
     uint64_t memory_types_ = 0;
     bool thread_multi_ = false;
+    std::string net_devices_;
+    bool net_devices_ours_ = false;
     int refs_ = 0;
     std::recursive_mutex mutex_;
     std::unique_ptr<RegistrationCache> rcache_;

@@ -25,6 +25,7 @@
 #include "team.hpp"
 
 #include "../common/check.h"
+#include "algo_forcing.h"
 #include "forked_oob.h"
 
 namespace {
@@ -51,7 +52,7 @@ void hold_rank1(int rank, uint64_t seq)
     gpucoll_config_t cfg{};
     gpucoll_config_fill_defaults(&cfg);
     cfg.shared_gpu = GPUCOLL_SHARED_GPU_ON;
-    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_TWOSHOT;
+    force_algorithm(&cfg, GPUCOLL_COLL_ALLREDUCE, "allreduce_twoshot");
     cfg.timeout_ms = 60000;
     gpucoll_core_configure(&cfg);
     gpucoll::team_test_before_launch = hold_rank1;

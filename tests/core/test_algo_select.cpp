@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "algo_select.hpp"
+#include "algo_forcing.h"
 
 using namespace gpucoll;
 
@@ -37,10 +38,10 @@ int main()
                     4, cfg, &p));
     CHECK(p.algo == PeerAlgo::AllreduceTwoShot && p.scratch_blocks_per_step == 2);
     // forced by parameter
-    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_TWOSHOT;
+    force_algorithm(&cfg, GPUCOLL_COLL_ALLREDUCE, "allreduce_twoshot");
     CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 1, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, cfg, &p));
-    CHECK(p.algo == PeerAlgo::AllreduceTwoShot);
-    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_AUTO;
+    CHECK(p.algo == PeerAlgo::AllreduceTwoShot && !p.forced_refused);
+    cfg.algorithm[GPUCOLL_COLL_ALLREDUCE] = 0;
 
     // zero-copy by loads or by stores, as direct_style says; reduce_scatter_block only pulls
     {
@@ -95,13 +96,13 @@ int main()
         }
     }
 
-    // writes forced: zero-copy where mapped, else the scratch two-shot
-    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_WRITES;
+    // writes forced: zero-copy where mapped, else the automatic choice (one-shot at this size)
+    force_algorithm(&cfg, GPUCOLL_COLL_ALLREDUCE, "allreduce_writes");
     CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 64, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, cfg, true, &p));
     CHECK(p.algo == PeerAlgo::AllreduceWrites);
     CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 64, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, cfg, false, &p));
-    CHECK(p.algo == PeerAlgo::AllreduceTwoShot);
-    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_AUTO;
+    CHECK(p.algo == PeerAlgo::AllreduceOneShot && p.forced_refused);
+    cfg.algorithm[GPUCOLL_COLL_ALLREDUCE] = 0;
 
     // ops MPI does not allow on the type are refused
     CHECK(!make_plan(args(GPUCOLL_COLL_ALLREDUCE, 10, GPUCOLL_FLOAT32, GPUCOLL_OP_BXOR), 0, 2, cfg, &p));
@@ -274,11 +275,11 @@ int main()
         CHECK(make_plan(in_place, 0, 4, c, &p) && p.algo == PeerAlgo::AllgatherLL);
         // a bad op still has no plan
         CHECK(!make_plan(args(GPUCOLL_COLL_ALLREDUCE, 4, GPUCOLL_FLOAT32, GPUCOLL_OP_BAND), 0, 4, c, &p));
-        // forced allreduce algorithms take precedence
-        c.allreduce_algorithm = GPUCOLL_ALLREDUCE_ONESHOT;
+        // forced algorithms take precedence
+        force_algorithm(&c, GPUCOLL_COLL_ALLREDUCE, "allreduce_oneshot");
         CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
         CHECK(p.algo == PeerAlgo::AllreduceOneShot);
-        c.allreduce_algorithm = GPUCOLL_ALLREDUCE_AUTO;
+        c.algorithm[GPUCOLL_COLL_ALLREDUCE] = 0;
         // one thread per 8-byte line: 64 KiB of fp32 on 16 blocks of 512 threads
         CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 16384, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
         CHECK(blocks_for(p, 4, c, 4) * c.threads_per_block * 8 >= 65536);
@@ -310,6 +311,7 @@ int main()
     // The table: every algorithm has one name and a protocol that agrees with
     // what the kernels test (is_direct, is_ll, moves_bytes); every kind has rows,
     // and every row make_plan can pick for a kind is one of that kind's rows.
+    // (test_algo_forcing checks the rows against the forcing parameters.)
     std::set<std::string> names;
     for (int i = 0; i <= (int)PeerAlgo::AlltoallLL; i++) {
         PeerAlgo al = (PeerAlgo)i;

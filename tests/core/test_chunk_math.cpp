@@ -109,33 +109,36 @@ static void check_plans()
         halves.push_back((scratch - kDataOffset) / 2 / 4096 * 4096);
     const std::vector<size_t> counts = test_counts();
 
-    for (int algo_param : {GPUCOLL_ALLREDUCE_AUTO, GPUCOLL_ALLREDUCE_ONESHOT, GPUCOLL_ALLREDUCE_TWOSHOT,
-                           GPUCOLL_ALLREDUCE_DIRECT}) {
-        gpucoll_config_t cfg{};
-        cfg.allreduce_algorithm = (gpucoll_allreduce_algo_t)algo_param;
-        gpucoll_config_fill_defaults(&cfg);
-        for (const Call &c : calls) {
-            // The algorithm parameter only matters to allreduce.
-            if (algo_param != GPUCOLL_ALLREDUCE_AUTO && c.kind != GPUCOLL_COLL_ALLREDUCE) continue;
-            for (int nranks = 1; nranks <= kMaxPeers; nranks++)
-                for (gpucoll_dtype_t dt : dtypes)
-                    for (bool direct : {false, true})
-                        for (size_t count : counts) {
-                            if (count == 0) continue;
-                            gpucoll_coll_args_t a{};
-                            a.kind = c.kind;
-                            a.count = count;
-                            a.dtype = dt;
-                            a.op = c.op;
-                            a.local_ok = 1;
-                            Plan p{};
-                            bool ok = make_plan(a, 0, nranks, cfg, direct, &p);
-                            // Through scratch every pair has a plan; not every kind has a
-                            // zero-copy one (test_algo_select covers which).
-                            CHECK(ok || direct, "kind %d n %zu ranks %d: no plan", c.kind, count, nranks);
-                            if (!ok) continue;
-                            check_plan(p, count, gpucoll_dtype_size(dt), nranks, cfg, halves);
-                        }
+    // Auto, then every algorithm of every kind forced.
+    for (int forced_kind = -1; forced_kind < GPUCOLL_FORCEABLE_KINDS; forced_kind++) {
+        const int rows = forced_kind < 0 ? 1 : algo_rows((gpucoll_coll_kind_t)forced_kind, nullptr, 0);
+        for (int row = 1; row <= rows; row++) {
+            gpucoll_config_t cfg{};
+            if (forced_kind >= 0) cfg.algorithm[forced_kind] = row;
+            gpucoll_config_fill_defaults(&cfg);
+            for (const Call &c : calls) {
+                // A forced algorithm only matters to its kind.
+                if (forced_kind >= 0 && c.kind != forced_kind) continue;
+                for (int nranks = 1; nranks <= kMaxPeers; nranks++)
+                    for (gpucoll_dtype_t dt : dtypes)
+                        for (bool direct : {false, true})
+                            for (size_t count : counts) {
+                                if (count == 0) continue;
+                                gpucoll_coll_args_t a{};
+                                a.kind = c.kind;
+                                a.count = count;
+                                a.dtype = dt;
+                                a.op = c.op;
+                                a.local_ok = 1;
+                                Plan p{};
+                                bool ok = make_plan(a, 0, nranks, cfg, direct, &p);
+                                // Through scratch every pair has a plan; not every kind has a
+                                // zero-copy one (test_algo_select covers which).
+                                CHECK(ok || direct, "kind %d n %zu ranks %d: no plan", c.kind, count, nranks);
+                                if (!ok) continue;
+                                check_plan(p, count, gpucoll_dtype_size(dt), nranks, cfg, halves);
+                            }
+            }
         }
     }
 }

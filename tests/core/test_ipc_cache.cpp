@@ -9,6 +9,7 @@
 
 #include "algo_select.hpp"
 #include "ipc_cache.hpp"
+#include "algo_forcing.h"
 
 using namespace gpucoll;
 
@@ -149,12 +150,14 @@ int main()
         CHECK(make_plan(a, 0, 4, cfg, true, &p) && is_direct(p.algo));
         CHECK(make_plan(a, 0, 4, cfg, false, &p) && !is_direct(p.algo));
     }
-    cfg.allreduce_algorithm = GPUCOLL_ALLREDUCE_DIRECT;
+    force_algorithm(&cfg, GPUCOLL_COLL_ALLREDUCE, "allreduce_push");
     a.kind = GPUCOLL_COLL_ALLREDUCE;
     a.dtype = GPUCOLL_FLOAT32;
     a.op = GPUCOLL_OP_SUM;
+    // A forced zero-copy row serves a mapped call of any size; unmapped, the
+    // automatic choice serves (one-shot for these 16 elements).
     CHECK(make_plan(a, 0, 2, cfg, true, &p) && p.algo == PeerAlgo::AllreducePush);
-    CHECK(make_plan(a, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::AllreduceTwoShot);
+    CHECK(make_plan(a, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::AllreduceOneShot && p.forced_refused);
 
     std::printf("test_ipc_cache: %s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;

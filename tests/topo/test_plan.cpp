@@ -171,7 +171,7 @@ TOPO_TEST(plan_rejects_bad_input)
 TOPO_TEST(virtual_nodes_split_one_host)
 {
     std::vector<RankPlacement> split;
-    REQUIRE_OK(split_virtual_nodes(on_hosts(blocked(1, 8)), 2, &split));
+    REQUIRE_OK(split_virtual_nodes(on_hosts(blocked(1, 8)), 4, &split));
     CHECK_EQ(split[0].node_id, std::string("host0#0"));
     CHECK_EQ(split[7].node_id, std::string("host0#1"));
     CHECK_EQ(split[5].gpu_bus_id, std::string("0000:15:00.0")); /* GPUs untouched */
@@ -181,7 +181,7 @@ TOPO_TEST(virtual_nodes_split_one_host)
     CHECK_EQ(plan.cross_groups, Groups({{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
     CHECK(plan.uniform);
 
-    REQUIRE_OK(split_virtual_nodes(on_hosts(blocked(1, 8)), 4, &split));
+    REQUIRE_OK(split_virtual_nodes(on_hosts(blocked(1, 8)), 2, &split));
     REQUIRE_OK(build_comm_plan(split, &plan));
     CHECK_EQ(plan.nodes, Groups({{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
 }
@@ -189,7 +189,7 @@ TOPO_TEST(virtual_nodes_split_one_host)
 TOPO_TEST(virtual_nodes_identity_and_many_hosts)
 {
     std::vector<RankPlacement> in = on_hosts(blocked(2, 4)), same, split;
-    REQUIRE_OK(split_virtual_nodes(in, 1, &same));
+    REQUIRE_OK(split_virtual_nodes(in, 4, &same));
     CHECK_EQ(same[5].node_id, std::string("host1"));
 
     REQUIRE_OK(split_virtual_nodes(in, 2, &split));
@@ -210,6 +210,15 @@ TOPO_TEST(virtual_nodes_reject_uneven_split)
     CHECK_EQ(split_virtual_nodes(on_hosts(blocked(1, 8)), 3, &split), GPUCOLL_ERR_INVALID);
     CHECK(std::strstr(gpucoll_last_error(), "not a multiple of 3") != nullptr);
     CHECK_EQ(split_virtual_nodes(on_hosts(blocked(1, 8)), 0, &split), GPUCOLL_ERR_INVALID);
-    /* uneven hosts: 3 + 1 ranks cannot both split in 2 */
+    /* uneven hosts: 3 + 1 ranks cannot both split into nodes of 2 */
     CHECK_EQ(split_virtual_nodes(on_hosts({"a", "a", "a", "b"}), 2, &split), GPUCOLL_ERR_INVALID);
+    /* hosts of different sizes split into nodes of one size: 4 + 8 ranks in nodes of 4 */
+    std::vector<std::string> hosts;
+    for (int r = 0; r < 12; ++r)
+        hosts.push_back(r % 3 == 0 ? "a" : "b");
+    REQUIRE_OK(split_virtual_nodes(on_hosts(hosts), 4, &split));
+    CommPlan plan;
+    REQUIRE_OK(build_comm_plan(split, &plan));
+    CHECK_EQ(plan.nodes, Groups({{0, 3, 6, 9}, {1, 2, 4, 5}, {7, 8, 10, 11}}));
+    CHECK(plan.uniform);
 }

@@ -2,7 +2,7 @@
  * placement, nearest NICs, GPU link matrix) and the plan it would use for a
  * given number of ranks per node.
  *
- *   gpucoll-topo [--xml FILE] [--nodes N] [--ranks-per-node R] [--virtual-nodes K]
+ *   gpucoll-topo [--xml FILE] [--nodes N] [--ranks-per-node R] [--virtual-node-size L]
  *
  * Exit status: 0 on success (including a machine without GPUs), 1 when the
  * topology cannot be loaded, 2 on bad usage. */
@@ -18,11 +18,12 @@ namespace {
 void usage(std::FILE *out)
 {
     std::fprintf(out,
-                 "usage: gpucoll-topo [--xml FILE] [--nodes N] [--ranks-per-node R] [--virtual-nodes K]\n"
-                 "  --xml FILE           read an hwloc XML file (lstopo --of xml) instead of this machine\n"
-                 "  --nodes N            hosts in the example plan (default 1)\n"
-                 "  --ranks-per-node R   ranks per host in the example plan (default: number of GPUs, >= 1)\n"
-                 "  --virtual-nodes K    split each host into K virtual nodes (default 1)\n");
+                 "usage: gpucoll-topo [--xml FILE] [--nodes N] [--ranks-per-node R] [--virtual-node-size L]\n"
+                 "  --xml FILE             read an hwloc XML file (lstopo --of xml) instead of this machine\n"
+                 "  --nodes N              hosts in the example plan (default 1)\n"
+                 "  --ranks-per-node R     ranks per host in the example plan (default: number of GPUs, >= 1)\n"
+                 "  --virtual-node-size L  split each host into virtual nodes of L ranks, as\n"
+                 "                         coll_gpu_virtual_node_size does (default: one node per host)\n");
 }
 
 bool parse_positive(const char *text, int *out)
@@ -39,7 +40,7 @@ struct Options {
     std::string xml;
     int nodes = 1;
     int ranks_per_node = 0; /* 0: one per GPU */
-    int virtual_nodes = 1;
+    int virtual_node_size = 0; /* 0: real hosts */
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -52,7 +53,7 @@ int parse_args(int argc, char **argv, Options *opt)
             return 0;
         }
         const bool takes_value = !std::strcmp(arg, "--xml") || !std::strcmp(arg, "--nodes") ||
-                                 !std::strcmp(arg, "--ranks-per-node") || !std::strcmp(arg, "--virtual-nodes");
+                                 !std::strcmp(arg, "--ranks-per-node") || !std::strcmp(arg, "--virtual-node-size");
         if (!takes_value || i + 1 >= argc) {
             std::fprintf(stderr, "gpucoll-topo: %s '%s'\n", takes_value ? "missing value after" : "unknown option",
                          arg);
@@ -68,7 +69,7 @@ int parse_args(int argc, char **argv, Options *opt)
         else if (!std::strcmp(arg, "--ranks-per-node"))
             ok = parse_positive(value, &opt->ranks_per_node);
         else
-            ok = parse_positive(value, &opt->virtual_nodes);
+            ok = parse_positive(value, &opt->virtual_node_size);
         if (!ok) {
             std::fprintf(stderr, "gpucoll-topo: %s needs a positive integer, got '%s'\n", arg, value);
             return 2;
@@ -98,7 +99,7 @@ int main(int argc, char **argv)
     int ranks_per_node = opt.ranks_per_node;
     if (ranks_per_node == 0)
         ranks_per_node = topo.gpus.empty() ? 1 : (int)topo.gpus.size();
-    if (!gpucoll::topo_tool::print_plan(stdout, topo, opt.nodes, ranks_per_node, opt.virtual_nodes))
+    if (!gpucoll::topo_tool::print_plan(stdout, topo, opt.nodes, ranks_per_node, opt.virtual_node_size))
         return 2;
     return 0;
 }

@@ -126,10 +126,10 @@ void print_topology(std::FILE *out, const Topology &topo)
     print_links(out, topo);
 }
 
-bool print_plan(std::FILE *out, const Topology &topo, int nodes, int ranks_per_node, int virtual_nodes)
+bool print_plan(std::FILE *out, const Topology &topo, int nodes, int ranks_per_node, int virtual_node_size)
 {
     std::vector<RankPlacement> ranks = synthetic_placements(topo, nodes, ranks_per_node);
-    if (split_virtual_nodes(ranks, virtual_nodes, &ranks) != GPUCOLL_SUCCESS) {
+    if (virtual_node_size > 0 && split_virtual_nodes(ranks, virtual_node_size, &ranks) != GPUCOLL_SUCCESS) {
         std::fprintf(stderr, "gpucoll-topo: %s\n", gpucoll_last_error());
         return false;
     }
@@ -138,8 +138,10 @@ bool print_plan(std::FILE *out, const Topology &topo, int nodes, int ranks_per_n
         std::fprintf(stderr, "gpucoll-topo: %s\n", gpucoll_last_error());
         return false;
     }
-    std::fprintf(out, "Plan: %d host(s) x %d rank(s) per host, %d virtual node(s) per host\n", nodes,
-                 ranks_per_node, virtual_nodes);
+    std::fprintf(out, "Plan: %d host(s) x %d rank(s) per host", nodes, ranks_per_node);
+    if (virtual_node_size > 0)
+        std::fprintf(out, ", virtual nodes of %d rank(s)", virtual_node_size);
+    std::fprintf(out, "\n");
     std::fprintf(out, "  nodes: %zu  uniform: %s  GPU shared within a node: %s\n", plan.nodes.size(),
                  plan.uniform ? "yes" : "no", plan.gpu_shared ? "yes" : "no");
     for (size_t n = 0; n < plan.nodes.size(); ++n) {

@@ -16,10 +16,11 @@ namespace topo_tool {
 void print_topology(std::FILE *out, const topo::Topology &topo);
 
 /* The placement of `nodes` x `ranks_per_node` ranks (rank r on host r /
- * ranks_per_node, using GPU (r % ranks_per_node) % #GPUs), optionally split
- * into virtual nodes, and the plan build_comm_plan() makes of it.
+ * ranks_per_node, using GPU (r % ranks_per_node) % #GPUs), split into virtual
+ * nodes of virtual_node_size ranks when > 0, and the plan build_comm_plan()
+ * makes of it.
  * Returns false (message on stderr) when the layout is invalid. */
-bool print_plan(std::FILE *out, const topo::Topology &topo, int nodes, int ranks_per_node, int virtual_nodes);
+bool print_plan(std::FILE *out, const topo::Topology &topo, int nodes, int ranks_per_node, int virtual_node_size);
 
 /* "0-3,8,10-11" */
 std::string format_ranks(const std::vector<int> &ranks);
