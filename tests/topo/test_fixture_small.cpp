@@ -5,25 +5,13 @@
 
 using namespace gpucoll::topo;
 
-namespace {
-
-bool load(const char *name, Topology *t)
-{
-    if (load_xml_topology(fixture_path(name), t) == GPUCOLL_SUCCESS)
-        return true;
-    std::printf("  load of %s failed: %s\n", name, gpucoll_last_error());
-    return false;
-}
-
-} // namespace
-
 /* pcie2s_2gpu_2nic.xml: one L40S and one Ethernet NIC per socket, each on its
  * own host bridge; GPUs have PCI objects only (no CUDA/NVML OS devices); the
  * BMC's ASPEED VGA must not count as a GPU. */
 TOPO_TEST(pcie2s_gpus_and_nics)
 {
     Topology t;
-    REQUIRE(load("pcie2s_2gpu_2nic.xml", &t));
+    REQUIRE(load_fixture("pcie2s_2gpu_2nic.xml", &t));
     REQUIRE(t.gpus.size() == 2);
     CHECK_EQ(t.gpus[0].bus_id_str, std::string("0000:17:00.0"));
     CHECK_EQ(t.gpus[1].bus_id_str, std::string("0000:ca:00.0"));
@@ -47,7 +35,7 @@ TOPO_TEST(pcie2s_gpus_and_nics)
 TOPO_TEST(pcie2s_links)
 {
     Topology t;
-    REQUIRE(load("pcie2s_2gpu_2nic.xml", &t));
+    REQUIRE(load_fixture("pcie2s_2gpu_2nic.xml", &t));
     REQUIRE(t.gpus.size() == 2);
     CHECK(!t.has_nvlink_distances);
     CHECK_EQ(t.link(0, 1).kind, LinkKind::CrossSocket);
@@ -60,7 +48,7 @@ TOPO_TEST(pcie2s_links)
 TOPO_TEST(gpu1_box)
 {
     Topology t;
-    REQUIRE(load("gpu1_box.xml", &t));
+    REQUIRE(load_fixture("gpu1_box.xml", &t));
     REQUIRE(t.gpus.size() == 1);
     const Gpu &g = t.gpus[0];
     CHECK_EQ(g.bus_id_str, std::string("0000:03:00.0"));
@@ -82,7 +70,7 @@ TOPO_TEST(gpu1_box)
 TOPO_TEST(nvswitch4_links_through_switches)
 {
     Topology t;
-    REQUIRE(load("nvswitch4.xml", &t));
+    REQUIRE(load_fixture("nvswitch4.xml", &t));
     REQUIRE(t.gpus.size() == 4); /* NVSwitches (class 0x0680) are not GPUs */
     CHECK(t.has_nvlink_distances);
     CHECK(t.nics.empty());
@@ -106,7 +94,7 @@ TOPO_TEST(nvswitch4_links_through_switches)
 TOPO_TEST(vm_without_gpu)
 {
     Topology t;
-    REQUIRE(load("vm_nogpu_lstopo.xml", &t));
+    REQUIRE(load_fixture("vm_nogpu_lstopo.xml", &t));
     CHECK_EQ(t.hostname, std::string("vm"));
     CHECK(t.gpus.empty());
     CHECK(t.links.empty());

@@ -5,25 +5,13 @@
 
 using namespace gpucoll::topo;
 
-namespace {
-
-bool load(const char *name, Topology *t)
-{
-    if (load_xml_topology(fixture_path(name), t) == GPUCOLL_SUCCESS)
-        return true;
-    std::printf("  load of %s failed: %s\n", name, gpucoll_last_error());
-    return false;
-}
-
-} // namespace
-
 /* rdma_mixed.xml: GPU 0 shares its PCIe switch with an Ethernet NIC, the
  * RDMA NIC of its socket (both ports active) is elsewhere; GPU 1 shares its
  * switch with an RDMA NIC whose port 1 is down. */
 TOPO_TEST(net_devices_rdma_mixed)
 {
     Topology t;
-    REQUIRE(load("rdma_mixed.xml", &t));
+    REQUIRE(load_fixture("rdma_mixed.xml", &t));
     REQUIRE(t.gpus.size() == 2 && t.nics.size() == 3);
     const int g0 = find_gpu_by_bus_id(t, "0000:19:00.0"), g1 = find_gpu_by_bus_id(t, "00000000:99:00.0");
     REQUIRE(g0 >= 0 && g1 >= 0);
@@ -41,7 +29,7 @@ TOPO_TEST(net_devices_rdma_mixed)
 TOPO_TEST(net_devices_nvlink8)
 {
     Topology t;
-    REQUIRE(load("nvlink8_2s4nic.xml", &t));
+    REQUIRE(load_fixture("nvlink8_2s4nic.xml", &t));
     for (int g = 0; g < 8; ++g) {
         CHECK_EQ(t.gpus[g].nearest_rdma_nic, g / 2);
         CHECK_EQ(ucx_net_devices_near_gpu(t, g), "mlx5_" + std::to_string(g / 2) + ":1");
@@ -53,7 +41,7 @@ TOPO_TEST(net_devices_without_rdma)
 {
     for (const char *name : {"pcie2s_2gpu_2nic.xml", "gpu1_box.xml", "nvswitch4.xml"}) {
         Topology t;
-        REQUIRE(load(name, &t));
+        REQUIRE(load_fixture(name, &t));
         for (size_t g = 0; g < t.gpus.size(); ++g) {
             CHECK_EQ(t.gpus[g].nearest_rdma_nic, -1);
             CHECK_EQ(ucx_net_devices_near_gpu(t, (int)g), std::string(""));
