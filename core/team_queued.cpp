@@ -323,6 +323,10 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     if (p->plan.chunk == 0) return GPUCOLL_ERR_UNSUPPORTED;
     p->blocks = blocks_for(p->plan, elt, cfg, t->size, t->share);
 
+    // Counted before anything that can fail on one rank alone, so that the
+    // numbers stay alike on every rank.
+    if (persistent) p->number = t->persistent_plans++;
+
     // From here on every rank takes the peer path: failures are errors.
     const Extents e = extents_of(a, t->rank, t->size);
     gpucoll_status_t st = stand_in(t, const_cast<char *>(static_cast<const char *>(a.sbuf)), e.src, e.src, 0, &p->sbuf);
@@ -335,10 +339,7 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     p->src = a.sbuf ? (p->sbuf.temp ? p->sbuf.temp->ptr : static_cast<const char *>(a.sbuf))
              : a.kind == GPUCOLL_COLL_ALLGATHER ? rbuf + (size_t)t->rank * bytes
                                                 : rbuf;
-    if (persistent) {
-        p->number = t->persistent_plans++; // counted on every rank alike, whether it publishes or not
-        publish_buffers(p);
-    }
+    if (persistent) publish_buffers(p);
     *out = p;
     p = nullptr; // handed over
     return GPUCOLL_SUCCESS;
