@@ -285,8 +285,9 @@ static int issue(call_t *c)
 }
 
 /* How many times a test fills, calls and checks: a persistent request is
- * started twice (gen 0 and 1), every other form called once. */
-static int rounds(const call_t *c) { return c->form == F_PERSISTENT ? 2 : 1; }
+ * started four times (gen 0-3: coll/gpu switches a persistent request to
+ * zero-copy from its third start where it can), every other form called once. */
+static int rounds(const call_t *c) { return c->form == F_PERSISTENT ? 4 : 1; }
 
 /* The call of round `gen`: blocking; MPI_I<coll> + MPI_Wait; or the
  * persistent request, made by the first round, started and waited. An error
