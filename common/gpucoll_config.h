@@ -68,7 +68,8 @@ typedef struct gpucoll_config {
     int inter_path;                  /* gpucoll_inter_path_t */
     int ucx_device_path;             /* gpucoll_ucx_device_path_t of ucx_transport/gpucoll_ucx.h:
                                         0 auto, 1 direct (GPUDirect), 2 staged */
-    size_t ucx_chunk_bytes;          /* UCX pipelining unit; 0: the transport's default (1 MiB) */
+    size_t ucx_chunk_bytes;          /* UCX pipelining unit; 0: the transport's default (16 MiB where device
+                                        buffers go direct, else 1 MiB) */
     int ucx_pipeline_depth;          /* UCX chunks in flight per message; 0: the transport's default (4) */
     char *ucx_net_devices;           /* network devices of the UCX transport (the MCA parameter's storage):
                                         "auto" the RDMA NIC nearest this rank's GPU (topo), "all" or

@@ -259,9 +259,11 @@ static const gpu_param_t gpu_params[] = {
              "path is off if UCX cannot), staged (through pinned host bounce buffers). The "
              "choice is printed at coll_gpu_verbose >= 10."},
     {.name = "ucx_chunk_bytes", CFG_SIZE(ucx_chunk_bytes), .level = OPAL_INFO_LVL_6,
-     .def.z = 1024u * 1024u, /* GPUCOLL_UCX_DEFAULT_CHUNK_BYTES (ucx_transport/gpucoll_ucx.h) */
+     .def.z = 0,
      .help = "Pipelining unit of the inter-node UCX transport (bytes; multiple of 8, at least "
-             "64; equal on all ranks): wire chunks, reduction segments, bounce buffers"},
+             "64; equal on all ranks): wire chunks, reduction segments, bounce buffers. 0 "
+             "(default): 16 MiB where device buffers go to UCX directly (fewer rendezvous and "
+             "kernel launches per message), 1 MiB where they are staged through host memory"},
     {.name = "hier_min_bytes", CFG_SIZE(hier_min_bytes), .level = OPAL_INFO_LVL_5,
      .def.z = GPUCOLL_DEFAULT_HIER_MIN_BYTES,
      .help = "Smallest message (count x datatype size; a rank's block for allgather and "

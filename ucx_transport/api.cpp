@@ -45,7 +45,7 @@ void gpucoll_ucx_config_init(gpucoll_ucx_config_t *cfg, const gpucoll_config_t *
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->timeout_ms = common && common->timeout_ms > 0 ? common->timeout_ms : GPUCOLL_DEFAULT_TIMEOUT_MS;
-    cfg->chunk_bytes = GPUCOLL_UCX_DEFAULT_CHUNK_BYTES;
+    cfg->chunk_bytes = 0; /* by the device path (gpucoll_ucx_config_t) */
     cfg->pipeline_depth = GPUCOLL_UCX_DEFAULT_PIPELINE_DEPTH;
     cfg->device_path = GPUCOLL_UCX_DEVICE_PATH_AUTO;
     cfg->rcache_max_entries = GPUCOLL_UCX_DEFAULT_RCACHE_ENTRIES;
@@ -81,6 +81,11 @@ int gpucoll_ucx_group_size(const gpucoll_ucx_group_t *group) { return group ? as
 gpucoll_ucx_device_path_t gpucoll_ucx_device_path(const gpucoll_ucx_group_t *group)
 {
     return group ? as_group(group)->device_path() : GPUCOLL_UCX_DEVICE_PATH_STAGED;
+}
+
+size_t gpucoll_ucx_chunk_bytes(const gpucoll_ucx_group_t *group)
+{
+    return group ? as_group(group)->chunk_bytes() : 0;
 }
 
 const char *gpucoll_ucx_device_path_name(gpucoll_ucx_device_path_t path)

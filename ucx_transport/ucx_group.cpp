@@ -34,9 +34,6 @@ struct CreateHeader {
 void fill_defaults(gpucoll_ucx_config_t *c)
 {
     if (c->timeout_ms <= 0) c->timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
-    if (c->chunk_bytes == 0) c->chunk_bytes = GPUCOLL_UCX_DEFAULT_CHUNK_BYTES;
-    /* A multiple of the largest element keeps reduction segments whole. */
-    c->chunk_bytes = std::max<size_t>(c->chunk_bytes / 8 * 8, GPUCOLL_UCX_MIN_CHUNK_BYTES);
     if (c->pipeline_depth == 0) c->pipeline_depth = GPUCOLL_UCX_DEFAULT_PIPELINE_DEPTH;
     c->pipeline_depth = std::max(c->pipeline_depth, 2);
     if (c->rcache_max_entries == 0) c->rcache_max_entries = GPUCOLL_UCX_DEFAULT_RCACHE_ENTRIES;
@@ -73,6 +70,11 @@ gpucoll_status_t Group::init(const gpucoll_ucx_config_t &cfg, const gpucoll_oob_
      * rank fails together instead of the others blocking in the allgather. */
     gpucoll_status_t local = Worker::acquire(cfg_, &worker_);
     if (local == GPUCOLL_SUCCESS) local = choose_device_path();
+    if (cfg_.chunk_bytes == 0)
+        cfg_.chunk_bytes = device_path_ == GPUCOLL_UCX_DEVICE_PATH_DIRECT ? GPUCOLL_UCX_DEFAULT_DIRECT_CHUNK_BYTES
+                                                                          : GPUCOLL_UCX_DEFAULT_CHUNK_BYTES;
+    /* A multiple of the largest element keeps reduction segments whole. */
+    cfg_.chunk_bytes = std::max<size_t>(cfg_.chunk_bytes / 8 * 8, GPUCOLL_UCX_MIN_CHUNK_BYTES);
     const std::string reason = local == GPUCOLL_SUCCESS ? "" : gpucoll_last_error();
     return exchange_addresses(oob, local, reason);
 }

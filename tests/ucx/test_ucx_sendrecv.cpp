@@ -232,7 +232,12 @@ int main(int argc, char **argv)
         gpucoll_ucx_describe(g, line, sizeof line);
         printf("transport: %s\n", line);
     }
-    const size_t chunk = opt.chunk ? opt.chunk / 8 * 8 : GPUCOLL_UCX_DEFAULT_CHUNK_BYTES;
+    const size_t chunk = gpucoll_ucx_chunk_bytes(g);
+    if (!opt.chunk) // the default follows the device path
+        check(chunk == (gpucoll_ucx_device_path(g) == GPUCOLL_UCX_DEVICE_PATH_DIRECT ? GPUCOLL_UCX_DEFAULT_DIRECT_CHUNK_BYTES
+                                                                                : GPUCOLL_UCX_DEFAULT_CHUNK_BYTES),
+              "default chunk %zu B with device path %s", chunk,
+              gpucoll_ucx_device_path_name(gpucoll_ucx_device_path(g)));
     std::vector<size_t> sizes = {0, 1, 7, 64, 4095, 4096, 4097, chunk - 1, chunk, chunk + 1, 3 * chunk + 5, 1000003};
     if (!opt.quick) sizes.push_back(8 * 1024 * 1024 + 3);
 
