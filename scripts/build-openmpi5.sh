@@ -6,15 +6,13 @@
 #   scripts/build-openmpi5.sh            # 5.0.7 from Debian 13's source package
 #   OMPI5_TARBALL=/path/openmpi-5.0.10.tar.bz2 scripts/build-openmpi5.sh
 #
-#   OMPI5_FLAVOUR=ci scripts/build-openmpi5.sh   # CI's: the same, compiled -O1 (faster to build)
-#
-# Prefix: ${COLL_GPU_CACHE:-$HOME/.cache/coll_gpu}/openmpi-<version>-<flavour>
-# (min: the default, full optimisation, the one to carry to a GPU machine;
-# ci: -O1), reused as is when it holds a finished build made with the same
-# configure line (a second run takes a second; a prefix whose stamp records
-# another configure line, e.g. one from an older, less trimmed version of this
-# script, is rebuilt). The ci flavour also takes a finished min prefix when
-# there is one. Set OMPI5_PREFIX to choose the prefix yourself.
+# Prefix: ${COLL_GPU_CACHE:-$HOME/.cache/coll_gpu}/openmpi-<version>-min (the
+# "-min" names this trimmed configuration; the untrimmed prefixes of earlier
+# versions of this script, openmpi-<version>, are left alone), reused as is
+# when it holds a finished build made with the same configure line (its stamp,
+# .coll_gpu_build_done, records it): a second run takes a second, a prefix
+# built with another configure line (e.g. other OMPI5_CONFIGURE_ARGS) is
+# rebuilt. Set OMPI5_PREFIX to choose the prefix yourself.
 #
 # The source: Debian 13 (trixie) ships Open MPI 5.0.7 as a source package; it
 # is fetched with apt-get through a private apt configuration (a deb-src line
@@ -29,10 +27,10 @@
 # tests select), no monitoring/vprotocol components, no topo treematch (topo
 # basic stays), no man pages. Kept: every coll component (basic, tuned,
 # libnbc, han, adapt, sm, self, inter, sync, ftagree), osc sm, part persist,
-# ompi_info, mpirun (PRRTE) with PMIx. PMIx and PRRTE are the bundled ones (bookworm's PMIx 4.2.2 is older
-# than PRRTE 3.0 needs); hwloc and libevent are the system's. --with-devel-headers
-# installs the internal headers the component compiles against; the few that
-# 5.0's install leaves out (ompi/op/op.h needs fint_2_int.h, the thread and
+# ompi_info, mpirun (PRRTE) with PMIx. PMIx and PRRTE are the bundled ones
+# (bookworm's PMIx 4.2.2 is older than PRRTE 3.0 needs); hwloc and libevent are
+# the system's. --with-devel-headers installs the internal headers the component
+# compiles against; the few that 5.0's install leaves out (ompi/op/op.h needs fint_2_int.h, the thread and
 # timer headers are included by opal's) are copied from the source tree.
 #
 # Long builds: runs `nice -n 19 make -j${OMPI5_JOBS:-2}`; the build folder is
@@ -48,12 +46,6 @@ if [ -n "$tarball" ]; then
   version="$(basename "$tarball" | sed -E 's/^openmpi[-_]([0-9][0-9.]*[0-9])[.].*/\1/')"
 fi
 case "$version" in 5.0.*) ;; *) echo "build-openmpi5: version '$version' is not a 5.0.x release" >&2; exit 1 ;; esac
-flavour="${OMPI5_FLAVOUR:-min}"
-case "$flavour" in
-  min) cflags="" ;;
-  ci) cflags="-O1" ;;  # Open MPI, PMIx and PRRTE keep a CFLAGS that has an -O
-  *) echo "build-openmpi5: OMPI5_FLAVOUR '$flavour' is not min or ci" >&2; exit 1 ;;
-esac
 # What is configured; a prefix is reused only when its stamp records the same.
 configure_args=(--with-devel-headers
   --with-pmix=internal --with-prrte=internal
@@ -65,8 +57,8 @@ configure_args=(--with-devel-headers
   --disable-static --enable-shared --disable-debug
   --disable-sphinx --disable-man-pages --disable-dependency-tracking
   ${OMPI5_CONFIGURE_ARGS:-})
-config_id="configure ${configure_args[*]}${cflags:+ CFLAGS=$cflags}"
-prefix="${OMPI5_PREFIX:-$cache/openmpi-$version-$flavour}"
+config_id="configure ${configure_args[*]}"
+prefix="${OMPI5_PREFIX:-$cache/openmpi-$version-min}"
 stamp="$prefix/.coll_gpu_build_done"
 
 reuse() {  # reuse PREFIX: prints it and exits when it holds a finished build of this configure line
@@ -81,9 +73,6 @@ reuse() {  # reuse PREFIX: prints it and exits when it holds a finished build of
   fi
 }
 reuse "$prefix" "$config_id"
-if [ "$flavour" = ci ] && [ -z "${OMPI5_PREFIX:-}" ]; then
-  reuse "$cache/openmpi-$version-min" "configure ${configure_args[*]}"
-fi
 
 t0=$(date +%s)
 # Build dependencies from bookworm: the system hwloc/libevent the build uses,
@@ -126,7 +115,7 @@ src="$(ls -d "$work"/openmpi-"$version" | head -1)"
 mkdir -p "$work/build"
 cd "$work/build"
 echo "build-openmpi5: configuring into $prefix (log: $work/build/config.log)" >&2
-nice -n 19 env ${cflags:+CFLAGS="$cflags" CXXFLAGS="$cflags"} "$src/configure" --prefix="$prefix" "${configure_args[@]}" \
+nice -n 19 "$src/configure" --prefix="$prefix" "${configure_args[@]}" \
   >"$work/configure.out" 2>&1 ||
   { tail -40 "$work/configure.out" >&2; tail -60 config.log >&2; exit 1; }
 t1=$(date +%s)

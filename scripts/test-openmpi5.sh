@@ -6,7 +6,6 @@
 # Open MPI's mpirun. Without a GPU the `gpu` tests report "skipped".
 #   CTEST_ARGS="-L cpu" scripts/test-openmpi5.sh    # only the tests that need no GPU
 #   OMPI5_PREFIX=/opt/openmpi-5.0.7 scripts/test-openmpi5.sh   # an existing 5.0 prefix
-#   OMPI5_FLAVOUR=ci scripts/test-openmpi5.sh       # CI's -O1 build of Open MPI (build-openmpi5.sh)
 # The CUDA kernels (no Open MPI in them) are not compiled a second time: where
 # build/ (scripts/build.sh, the 4.1 build) is configured, its
 # kernels/libgpucoll_kernels.a is brought up to date there and linked
