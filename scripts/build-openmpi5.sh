@@ -61,7 +61,7 @@ config_id="configure ${configure_args[*]}"
 prefix="${OMPI5_PREFIX:-$cache/openmpi-$version-min}"
 stamp="$prefix/.coll_gpu_build_done"
 
-reuse() {  # reuse PREFIX: prints it and exits when it holds a finished build of this configure line
+reuse() {  # reuse PREFIX CONFIG_ID: prints PREFIX and exits when its stamp records CONFIG_ID
   local st="$1/.coll_gpu_build_done"
   if [ -f "$st" ] && [ -x "$1/bin/mpicc" ]; then
     if grep -qxF "$2" "$st"; then
