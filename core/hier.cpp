@@ -33,12 +33,12 @@ gpucoll_status_t gpu_error(const char *what, gpuError_t e)
     return gpucoll_fail(GPUCOLL_ERR_GPU, "hier: %s: %s", what, gpuGetErrorString(e));
 }
 
+#if GPUCOLL_HAVE_UCX
 bool reduces(gpucoll_coll_kind_t k)
 {
     return k == GPUCOLL_COLL_ALLREDUCE || k == GPUCOLL_COLL_REDUCE || k == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK;
 }
 
-#if GPUCOLL_HAVE_UCX
 // UCX_NET_DEVICES of the RDMA NIC nearest this process's current GPU, ""
 // where there is none or the machine cannot be read. The machine is read
 // once (hwloc takes tens of milliseconds), when the first cross-node group
