@@ -132,6 +132,13 @@ typedef struct gpucoll_coll_args {
  * and the result is in rbuf on return, else GPUCOLL_ERR_UNSUPPORTED tells the
  * caller to take the staged path, as every other rank then does too. */
 gpucoll_status_t gpucoll_team_run(gpucoll_team_t *team, const gpucoll_coll_args_t *args);
+/* Whether this rank, on its own, would take the peer path for `args` (its
+ * local verdict in gpucoll_team_run: device buffers on the team's GPU, the
+ * team's GPU not failed, a kernel for the kind, type and op). No agreement
+ * and no side effect; the peers may still say no in gpucoll_team_run. Lets
+ * a caller that commits before the team runs (the hierarchical path) ask
+ * first rather than meet GPUCOLL_ERR_UNSUPPORTED after its own agreement. */
+int gpucoll_team_can_run(gpucoll_team_t *team, const gpucoll_coll_args_t *args);
 /* Sets the team's GPU side up ahead of any device-buffer call, if every
  * rank's calling thread has a GPU context current (the application uses
  * its GPU), on that GPU. Collective and blocking like gpucoll_team_run (the

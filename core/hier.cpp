@@ -318,6 +318,20 @@ extern "C" int gpucoll_hier_local_ok(gpucoll_hier_t *h, const gpucoll_coll_args_
         device = info.device;
     }
     if (device < 0 || (h->device >= 0 && device != h->device)) return 0;
+    // The node-local team's own verdict on the kind, type and op its steps
+    // take, asked now: after the agreement a refusal could only be an error.
+    if (h->team) {
+        gpucoll_coll_args_t t = *a;
+        t.root = 0;
+        t.local_ok = 1;
+        if (a->kind == GPUCOLL_COLL_REDUCE && !t.rbuf) t.rbuf = const_cast<void *>(a->sbuf); // a temporary there
+        if (!gpucoll_team_can_run(h->team, &t)) {
+            if (config().verbose >= 10)
+                fprintf(stderr, "coll:gpu: hier: the node-local team cannot run collective %d (%zu x %s); this call "
+                                "will be staged\n", (int)a->kind, a->count, gpucoll_dtype_name(a->dtype));
+            return 0;
+        }
+    }
     // Reserve temporaries now: after the agreement nothing may fail for lack of memory.
     size_t need[2];
     temp_bytes(*h, *a, need);

@@ -402,6 +402,44 @@ PeerArgs gpucoll::kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_c
     return k;
 }
 
+namespace {
+
+// What the kernel reads as this rank's input (in-place allgather(v): our
+// block of the output).
+const char *input_of(const gpucoll_team *t, const gpucoll_coll_args_t &a)
+{
+    const size_t elt = gpucoll_dtype_size(a.dtype);
+    char *const rbuf = static_cast<char *>(a.rbuf);
+    return a.sbuf                                 ? static_cast<const char *>(a.sbuf)
+           : a.kind == GPUCOLL_COLL_ALLGATHER  ? rbuf + t->rank * a.count * elt
+           : a.kind == GPUCOLL_COLL_ALLGATHERV ? rbuf + a.displs[t->rank] * elt
+                                               : rbuf;
+}
+
+// This rank's verdict on `a`, before any agreement and with no side
+// effect: device buffers on the team's GPU (*device: theirs), the team's
+// GPU not failed, a kernel for the kind, type and op (*plan: the scratch
+// plan, or the vector kinds' zero-copy one).
+bool local_verdict(const gpucoll_team *t, const gpucoll_coll_args_t &a, int *device, Plan *plan)
+{
+    *device = -1;
+    if (!a.local_ok || t->gpu == gpucoll_team::GpuFailed) return false;
+    const bool vector = is_vector_kind(a.kind);
+    // Reduce_scatter and alltoallv in place would overwrite what peers still read.
+    if (vector && !a.sbuf && a.kind != GPUCOLL_COLL_ALLGATHERV) return false;
+    gpu_port_ptr_info_t ri{}, si{};
+    gpu_port_query_kind(a.rbuf, &ri);
+    gpu_port_query_kind(input_of(t, a), &si);
+    const bool rbuf_needed = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
+    *device = si.device;
+    if (si.kind != GPU_PORT_MEM_DEVICE || (rbuf_needed && (ri.kind != GPU_PORT_MEM_DEVICE || ri.device != si.device)))
+        return false;
+    if (t->gpu == gpucoll_team::GpuReady && si.device != t->device) return false;
+    return make_plan(a, t->rank, t->size, config(), vector, plan, t->share);
+}
+
+} // namespace
+
 static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
 {
     gpucoll_coll_args_t a = *args;
@@ -414,31 +452,14 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
     uint64_t seq = ++t->seq;
     const auto t_start = Clock::now();
 
-    // Local verdict: device buffers on this team's GPU, a kernel for the type and op.
     int device = -1;
-    bool ok = a.local_ok && t->gpu != gpucoll_team::GpuFailed;
     bool direct = false;
     size_t elt = gpucoll_dtype_size(a.dtype);
     const bool vector = is_vector_kind(a.kind);
-    // Reduce_scatter and alltoallv in place would overwrite what peers still read.
-    if (vector && !a.sbuf && a.kind != GPUCOLL_COLL_ALLGATHERV) ok = false;
     gpu_port_ptr_info_t ri{}, si{};
-    // What the kernel reads as this rank's input (in-place allgather(v): our block of the output).
-    char *const rbuf = static_cast<char *>(a.rbuf);
-    const char *src_ptr = a.sbuf                                 ? static_cast<const char *>(a.sbuf)
-                          : a.kind == GPUCOLL_COLL_ALLGATHER  ? rbuf + t->rank * a.count * elt
-                          : a.kind == GPUCOLL_COLL_ALLGATHERV ? rbuf + a.displs[t->rank] * elt
-                                                              : rbuf;
-    if (ok) {
-        gpu_port_query_kind(a.rbuf, &ri);
-        gpu_port_query_kind(src_ptr, &si);
-        bool rbuf_needed = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
-        device = si.device;
-        ok = si.kind == GPU_PORT_MEM_DEVICE && (!rbuf_needed || (ri.kind == GPU_PORT_MEM_DEVICE && ri.device == device));
-        if (t->gpu == gpucoll_team::GpuReady && device != t->device) ok = false;
-    }
+    const char *const src_ptr = input_of(t, a);
     Plan plan{};
-    if (ok) ok = make_plan(a, t->rank, t->size, cfg, vector, &plan, t->share);
+    bool ok = local_verdict(t, a, &device, &plan);
     if (ok && vector) {
         // No scratch kernel serves the vector kinds: mapped buffers (the
         // team's GPU is set up after the agreement if need be), or staged.
@@ -624,6 +645,19 @@ gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok)
     a.op = GPUCOLL_OP_SUM;
     bool all_direct;
     return no_throw([&] { return agree(t, ++t->seq, ok, false, a, all_ok, &all_direct); });
+}
+
+extern "C" int gpucoll_team_can_run(gpucoll_team_t *t, const gpucoll_coll_args_t *a)
+{
+    if (!t || !a) return 0;
+    int ok = 0;
+    no_throw([&] {
+        int device;
+        Plan plan{};
+        ok = local_verdict(t, *a, &device, &plan) ? 1 : 0;
+        return GPUCOLL_SUCCESS;
+    });
+    return ok;
 }
 
 static gpucoll_status_t team_prepare_body(gpucoll_team_t *t)
