@@ -30,6 +30,18 @@
 #endif
 
 /* The coll framework version the component struct declares. */
+/* MPI's own half-precision type where this Open MPI has one (5.0's
+ * shortfloat extension: MPIX_C_FLOAT16, IEEE binary16, reduced by the
+ * predefined ops), else a handle no call passes. */
+#ifdef COLL_GPU_OMPI_50
+#  include "mpi-ext.h"
+#endif
+#ifdef MPIX_C_FLOAT16
+#  define COLL_GPU_MPIX_FLOAT16 MPIX_C_FLOAT16
+#else
+#  define COLL_GPU_MPIX_FLOAT16 MPI_DATATYPE_NULL
+#endif
+
 #ifdef COLL_GPU_OMPI_50
 #  define COLL_GPU_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0
 #else

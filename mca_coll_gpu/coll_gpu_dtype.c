@@ -44,6 +44,7 @@ gpucoll_dtype_t coll_gpu_map_dtype(ompi_datatype_t *dt)
     if (dt == MPI_AINT) return int_by_size(sizeof(MPI_Aint), true);
     if (dt == MPI_OFFSET) return int_by_size(sizeof(MPI_Offset), true);
     if (dt == MPI_COUNT) return int_by_size(sizeof(MPI_Count), true);
+    if (dt == COLL_GPU_MPIX_FLOAT16) return GPUCOLL_FLOAT16;
     /* Our public fp16/bf16 types (coll_gpu_ext.h) are found by name. */
     if (!ompi_datatype_is_predefined(dt) && dt->super.size == 2) return (gpucoll_dtype_t)coll_gpu_ext_dtype_kind(dt->name);
     return GPUCOLL_DTYPE_NONE;

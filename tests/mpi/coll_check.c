@@ -143,6 +143,9 @@ static double as_stored(const dtype_t *d, double v)
 static MPI_Op mpi_op(const dtype_t *d, const op_t *o)
 {
     if (d->kind != K_HALF && d->kind != K_BF16) return o->op;
+#ifdef MPIX_C_FLOAT16
+    if (d->mpi == MPIX_C_FLOAT16) return o->op; /* MPI's own half type (Open MPI 5.0): the predefined ops */
+#endif
     int bf = d->kind == K_BF16;
     if (o->op == MPI_SUM) return bf ? ext.bfloat16_sum : ext.float16_sum;
     if (o->op == MPI_PROD) return bf ? ext.bfloat16_prod : ext.float16_prod;
@@ -751,6 +754,9 @@ int main(int argc, char **argv)
     add_dtype("double", MPI_DOUBLE, 8, K_DOUBLE);
     add_dtype("fp16", ext.float16, 2, K_HALF);
     add_dtype("bf16", ext.bfloat16, 2, K_BF16);
+#ifdef MPIX_C_FLOAT16
+    add_dtype("MPIX_C_FLOAT16", MPIX_C_FLOAT16, 2, K_HALF);
+#endif
 
     const char *mem = mode == MEM_HOST ? "host" : mode == MEM_DEVICE ? "device" : mode == MEM_MIXED ? "mixed"
                                                                                                      : "other-GPU";
