@@ -412,9 +412,13 @@ static gpucoll_status_t gpucoll_hier_run_body(gpucoll_hier_t *h, const gpucoll_c
         h->broken = true; // peers may be mid-collective: never use these groups again
         return st;
     }
-    if (h->runs++ == 0 && config().verbose >= 10)
-        fprintf(stderr, "coll:gpu: hier: first hierarchical collective done on GPU %d (%d nodes x %d ranks)\n",
-                h->device, h->layout.nnodes, h->layout.local_size);
+    if (h->runs++ == 0 && config().verbose >= 10) {
+        char tls[256] = "";
+        if (h->group) gpucoll_ucx_transports(h->group, tls, sizeof tls);
+        fprintf(stderr, "coll:gpu: hier: first hierarchical collective done on GPU %d (%d nodes x %d ranks); UCX "
+                        "transports in use: %s\n",
+                h->device, h->layout.nnodes, h->layout.local_size, tls[0] ? tls : "none reported");
+    }
     return GPUCOLL_SUCCESS;
 #endif
 }

@@ -83,6 +83,13 @@ gpucoll_ucx_device_path_t gpucoll_ucx_device_path(const gpucoll_ucx_group_t *gro
     return group ? as_group(group)->device_path() : GPUCOLL_UCX_DEVICE_PATH_STAGED;
 }
 
+size_t gpucoll_ucx_transports(const gpucoll_ucx_group_t *group, char *buf, size_t len)
+{
+    if (!group || !len) return 0;
+    buf[0] = 0;
+    return as_group(group)->transports(buf, len);
+}
+
 size_t gpucoll_ucx_chunk_bytes(const gpucoll_ucx_group_t *group)
 {
     return group ? as_group(group)->chunk_bytes() : 0;

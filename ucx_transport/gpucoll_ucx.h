@@ -130,6 +130,11 @@ size_t gpucoll_ucx_chunk_bytes(const gpucoll_ucx_group_t *group);
  * through pinned host memory (UCX lacks CUDA memory support), chunk 1048576 B
  * x 4 in flight, timeout 60000 ms". Returns the length it wanted to write. */
 size_t gpucoll_ucx_describe(const gpucoll_ucx_group_t *group, char *buf, size_t len);
+/* The UCX transports (transport/device, comma-separated, e.g.
+ * "cuda_ipc/cuda,posix/memory") of the endpoints this rank has opened to its
+ * peers so far (endpoints open at the first transfer to a peer), as UCX
+ * reports them; empty before any transfer. Returns the length it wanted. */
+size_t gpucoll_ucx_transports(const gpucoll_ucx_group_t *group, char *buf, size_t len);
 
 typedef struct gpucoll_ucx_stats {
     uint64_t bytes_sent, bytes_received;

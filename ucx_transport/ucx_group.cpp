@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "staging_copier.h"
@@ -309,6 +312,42 @@ gpucoll_status_t Group::destroy()
 }
 
 Group::~Group() = default;
+
+size_t Group::transports(char *buf, size_t len) const
+{
+    // UCX prints an endpoint's lanes as "lane[i]: <rsc>:<transport>/<device> md[..] ...";
+    // anything else it prints (or a format this parser does not know) is left out.
+    std::set<std::string> names;
+    for (const PeerState &p : peers_) {
+        if (!p.ep) continue;
+        char *text = nullptr;
+        size_t bytes = 0;
+        FILE *f = open_memstream(&text, &bytes);
+        if (!f) continue;
+        {
+            WorkerLock lock(worker_->mutex());
+            ucp_ep_print_info(p.ep, f);
+        }
+        fclose(f);
+        std::istringstream in(std::string(text ? text : "", bytes));
+        free(text);
+        for (std::string line; std::getline(in, line);) {
+            size_t at = line.find("lane[");
+            if (at == std::string::npos || (at = line.find("]:", at)) == std::string::npos) continue;
+            std::istringstream fields(line.substr(at + 2));
+            std::string rsc;
+            fields >> rsc; // "<index>:<transport>/<device>"
+            size_t colon = rsc.find(':');
+            if (colon == std::string::npos || rsc.find('/', colon) == std::string::npos) continue;
+            names.insert(rsc.substr(colon + 1));
+        }
+    }
+    std::string all;
+    for (const std::string &n : names) all += (all.empty() ? "" : ",") + n;
+    int n = snprintf(buf, len, "%s", all.c_str());
+    return n < 0 ? 0 : size_t(n);
+}
+
 size_t Group::describe(char *buf, size_t len) const
 {
     std::string types;

@@ -40,6 +40,8 @@ public:
     Worker &worker() { return *worker_; }
     const TrafficCounters &counters() const { return counters_; }
     size_t describe(char *buf, size_t len) const;
+    /* The UCX transports/devices of the endpoints opened so far. */
+    size_t transports(char *buf, size_t len) const;
 
     /* ---- transfers ---- */
     gpucoll_status_t start_send(int peer, const void *buf, size_t bytes, TagClass cls, uint32_t seq, uint32_t step,

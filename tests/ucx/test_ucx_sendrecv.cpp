@@ -247,6 +247,12 @@ int main(int argc, char **argv)
     test_blocking_and_test(g, opt);
     test_two_groups(g, opt);
     test_errors(g, opt);
+    if (size() > 1) { // endpoints to every peer are open by now
+        char tls[256];
+        gpucoll_ucx_transports(g, tls, sizeof tls);
+        check(strchr(tls, '/') != nullptr, "transports of the open endpoints: \"%s\"", tls);
+        if (rank() == 0) printf("transports in use: %s\n", tls);
+    }
 
     gpucoll_ucx_stats_t stats;
     gpucoll_ucx_get_stats(g, &stats);
