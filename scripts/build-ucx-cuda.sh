@@ -32,15 +32,23 @@ cuda="${CUDA_HOME:-/usr/local/cuda}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/ucx-build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-# Private apt configuration (as in build-openmpi5.sh): a deb-src line, lists in $work.
-apt="$work/apt"
-mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc/sources.list.d" "$apt/etc/preferences.d"
-echo "deb-src ${UCX_DEBIAN_MIRROR:-http://deb.debian.org/debian} $suite main" >"$apt/etc/sources.list"
-aptopts=(-o "Dir::Etc::SourceList=$apt/etc/sources.list" -o "Dir::Etc::SourceParts=$apt/etc/sources.list.d"
-         -o "Dir::Etc::Preferences=$apt/etc/preferences" -o "Dir::Etc::PreferencesParts=$apt/etc/preferences.d"
-         -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "Debug::NoLocking=1"
-         -o "APT::Sandbox::User=$(id -un)")
-apt-get "${aptopts[@]}" update -qq >&2
+# A private apt configuration in folder $1 with the one sources line $2
+# (as in build-openmpi5.sh: the system's apt is neither read nor changed);
+# its options go into the array named $3, and its lists are fetched.
+private_apt() {
+  local dir=$1 line=$2
+  local -n opts=$3
+  mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/etc/sources.list.d" "$dir/etc/preferences.d"
+  echo "$line" >"$dir/etc/sources.list"
+  opts=(-o "Dir::Etc::SourceList=$dir/etc/sources.list" -o "Dir::Etc::SourceParts=$dir/etc/sources.list.d"
+        -o "Dir::Etc::Preferences=$dir/etc/preferences" -o "Dir::Etc::PreferencesParts=$dir/etc/preferences.d"
+        -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache" -o "Debug::NoLocking=1"
+        -o "APT::Sandbox::User=$(id -un)")
+  apt-get "${opts[@]}" update -qq >&2
+}
+mirror="${UCX_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+aptopts=()
+private_apt "$work/apt" "deb-src $mirror $suite main" aptopts
 debver="$(apt-cache "${aptopts[@]}" showsrc ucx 2>/dev/null | sed -n 's/^Version: //p' | head -1)"
 [ -n "$debver" ] || { echo "build-ucx-cuda: no ucx source package in $suite" >&2; exit 1; }
 version="${debver%%-*}"
@@ -100,14 +108,9 @@ fi
 nvml_flags=()
 if [ ! -f "$cuda/include/nvml.h" ] && [ ! -f /usr/include/nvml.h ] && [ ! -f "$cuda/targets/x86_64-linux/include/nvml.h" ]; then
   echo "build-ucx-cuda: no nvml.h in $cuda: nvml.h and libnvidia-ml.so from bookworm non-free" >&2
-  napt="$work/napt"
-  mkdir -p "$napt/lists/partial" "$napt/cache/archives/partial" "$napt/etc/sources.list.d" "$napt/etc/preferences.d" "$work/nvml"
-  echo "deb ${UCX_DEBIAN_MIRROR:-http://deb.debian.org/debian} bookworm non-free" >"$napt/etc/sources.list"
-  naptopts=(-o "Dir::Etc::SourceList=$napt/etc/sources.list" -o "Dir::Etc::SourceParts=$napt/etc/sources.list.d"
-            -o "Dir::Etc::Preferences=$napt/etc/preferences" -o "Dir::Etc::PreferencesParts=$napt/etc/preferences.d"
-            -o "Dir::State::Lists=$napt/lists" -o "Dir::Cache=$napt/cache" -o "Debug::NoLocking=1"
-            -o "APT::Sandbox::User=$(id -un)")
-  apt-get "${naptopts[@]}" update -qq >&2
+  mkdir -p "$work/nvml"
+  naptopts=()
+  private_apt "$work/napt" "deb $mirror bookworm non-free" naptopts
   (cd "$work/nvml" && apt-get "${naptopts[@]}" download libnvidia-ml-dev libnvidia-ml1 >"$work/nvml.log" 2>&1) ||
     { cat "$work/nvml.log" >&2; exit 1; }
   for d in "$work"/nvml/*.deb; do dpkg -x "$d" "$work/nvml/root"; done
