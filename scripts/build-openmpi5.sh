@@ -93,16 +93,11 @@ cleanup() { [ "${OMPI5_KEEP_BUILD:-0}" = 1 ] || rm -rf "$work"; }
 trap cleanup EXIT
 
 if [ -z "$tarball" ]; then
-  # Private apt configuration: a deb-src line for trixie, lists and cache in $work.
-  apt="$work/apt"
-  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc/sources.list.d" "$apt/etc/preferences.d"
-  echo "deb-src ${OMPI5_DEBIAN_MIRROR:-http://deb.debian.org/debian} ${OMPI5_DEBIAN_SUITE:-trixie} main" >"$apt/etc/sources.list"
-  aptopts=(-o "Dir::Etc::SourceList=$apt/etc/sources.list" -o "Dir::Etc::SourceParts=$apt/etc/sources.list.d"
-           -o "Dir::Etc::Preferences=$apt/etc/preferences" -o "Dir::Etc::PreferencesParts=$apt/etc/preferences.d"
-           -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "Debug::NoLocking=1"
-           -o "APT::Sandbox::User=$(id -un)")
+  # A deb-src line for trixie, through an apt configuration of our own in $work.
+  source "$here/scripts/private_apt.sh"
   echo "build-openmpi5: fetching Debian's openmpi $version source package" >&2
-  apt-get "${aptopts[@]}" update -qq >&2
+  aptopts=()
+  private_apt "$work/apt" "deb-src ${OMPI5_DEBIAN_MIRROR:-http://deb.debian.org/debian} ${OMPI5_DEBIAN_SUITE:-trixie} main" aptopts
   debver="$(apt-cache "${aptopts[@]}" showsrc openmpi 2>/dev/null | sed -n "s/^Version: \($version-.*\)/\1/p" | head -1)"
   (cd "$work" && [ -n "$debver" ] && apt-get "${aptopts[@]}" source --download-only "openmpi=$debver" >"$work/apt-source.log" 2>&1 ||
    { cat "$work/apt-source.log" >&2; echo "build-openmpi5: openmpi $version not found in ${OMPI5_DEBIAN_SUITE:-trixie}; set OMPI5_TARBALL to a release tarball" >&2; exit 1; })

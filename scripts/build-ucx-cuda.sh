@@ -32,20 +32,8 @@ cuda="${CUDA_HOME:-/usr/local/cuda}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/ucx-build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-# A private apt configuration in folder $1 with the one sources line $2
-# (as in build-openmpi5.sh: the system's apt is neither read nor changed);
-# its options go into the array named $3, and its lists are fetched.
-private_apt() {
-  local dir=$1 line=$2
-  local -n opts=$3
-  mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/etc/sources.list.d" "$dir/etc/preferences.d"
-  echo "$line" >"$dir/etc/sources.list"
-  opts=(-o "Dir::Etc::SourceList=$dir/etc/sources.list" -o "Dir::Etc::SourceParts=$dir/etc/sources.list.d"
-        -o "Dir::Etc::Preferences=$dir/etc/preferences" -o "Dir::Etc::PreferencesParts=$dir/etc/preferences.d"
-        -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache" -o "Debug::NoLocking=1"
-        -o "APT::Sandbox::User=$(id -un)")
-  apt-get "${opts[@]}" update -qq >&2
-}
+# The source package through an apt configuration of our own (scripts/private_apt.sh).
+source "$(cd "$(dirname "$0")" && pwd)/private_apt.sh"
 mirror="${UCX_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 aptopts=()
 private_apt "$work/apt" "deb-src $mirror $suite main" aptopts
