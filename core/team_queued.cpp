@@ -28,6 +28,7 @@
 #include "device_guard.hpp"
 #include "gpu_error.hpp"
 #include "no_throw.hpp"
+#include "persist_switch.hpp"
 #include "team_state.hpp"
 
 using namespace gpucoll;
@@ -180,6 +181,7 @@ void publish_buffers(gpucoll_plan *p)
     gpucoll_team *t = p->team;
     const gpucoll_config_t &cfg = config();
     if (p->sbuf.temp || p->rbuf.temp || !p->dst) return;
+    if (p->number == UINT32_MAX) return; // its tag would read as a free slot
     if (!zero_copy_candidate(p->a, cfg, t->size)) return;
     if ((uintptr_t)p->src % 16 || (uintptr_t)p->dst % 16) return;
     if (!make_plan(p->a, t->rank, t->size, cfg, true, &p->zc, t->share, true) || !is_direct(p->zc.algo)) return;
@@ -206,7 +208,7 @@ void publish_buffers(gpucoll_plan *p)
     }
     p->zc_blocks = blocks_for(p->zc, gpucoll_dtype_size(p->a.dtype), cfg, t->size, t->share);
     p->slot = slot;
-    mine.word.store((uint64_t)(p->number + 1) << 32, std::memory_order_release);
+    mine.word.store(persist::tag_of(p->number), std::memory_order_release);
 }
 
 void unpublish_buffers(gpucoll_plan *p)
@@ -250,11 +252,10 @@ bool map_peers(gpucoll_plan *p)
 void zero_copy_from_now(gpucoll_plan *p)
 {
     gpucoll_team *t = p->team;
-    const uint64_t tag = (uint64_t)(p->number + 1) << 32, n = p->launches;
+    const uint64_t tag = persist::tag_of(p->number), n = p->launches;
     auto word_of = [&](int r) { return t->shm->ranks[r].persist[p->slot].word.load(std::memory_order_acquire); };
     if (!p->announced) {
-        for (int r = 0; r < t->size; r++)
-            if ((word_of(r) & ~0xffffffffull) != tag) return; // not published (yet, or ever)
+        if (!persist::all_published(word_of, t->size, tag)) return; // not (yet, or ever)
         if (n > 0xffffffffull) return;
         if (!map_peers(p)) {
             if (config().verbose >= 10)
@@ -263,14 +264,11 @@ void zero_copy_from_now(gpucoll_plan *p)
             unpublish_buffers(p); // never announced: no rank switches
             return;
         }
-        t->shm->ranks[t->rank].persist[p->slot].word.store(tag | n, std::memory_order_release);
+        t->shm->ranks[t->rank].persist[p->slot].word.store(persist::announced_at(tag, n), std::memory_order_release);
         p->announced = true;
         return;
     }
-    for (int r = 0; r < t->size; r++) {
-        const uint64_t w = word_of(r);
-        if ((w & ~0xffffffffull) != tag || (uint32_t)w == 0 || (uint32_t)w >= n) return;
-    }
+    if (!persist::switch_at(word_of, t->size, tag, n)) return;
     p->zero_copy = true;
     if (config().verbose >= 20)
         fprintf(stderr, "coll:gpu: rank %d: persistent plan %u runs zero-copy (%s) from its launch %llu\n", t->rank,
