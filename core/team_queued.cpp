@@ -185,6 +185,14 @@ void publish_buffers(gpucoll_plan *p)
     if (!zero_copy_candidate(p->a, cfg, t->size)) return;
     if ((uintptr_t)p->src % 16 || (uintptr_t)p->dst % 16) return;
     if (!make_plan(p->a, t->rank, t->size, cfg, true, &p->zc, t->share, true) || !is_direct(p->zc.algo)) return;
+    // Everything that can fail first, so that taking the slot is the last step.
+    IpcDesc src{}, dst{};
+    gpu_port_ptr_info_t si{}, di{};
+    gpu_port_query_pointer(p->src, &si);
+    gpu_port_query_pointer(p->dst, &di);
+    if (!t->ipc->describe(p->src, si, &src) || !t->ipc->describe(p->dst, di, &dst)) return;
+    p->pins.reset(new (std::nothrow) IpcPins(t->ipc, t->device));
+    if (!p->pins) return;
     const int slot = (int)(p->number % kPersistSlots);
     {
         std::lock_guard<std::mutex> lock(t->temps_mu);
@@ -192,20 +200,8 @@ void publish_buffers(gpucoll_plan *p)
         t->persist_slot_busy[slot] = true;
     }
     PersistSlot &mine = t->shm->ranks[t->rank].persist[slot];
-    gpu_port_ptr_info_t si{}, di{};
-    gpu_port_query_pointer(p->src, &si);
-    gpu_port_query_pointer(p->dst, &di);
-    if (!t->ipc->describe(p->src, si, &mine.src) || !t->ipc->describe(p->dst, di, &mine.dst)) {
-        std::lock_guard<std::mutex> lock(t->temps_mu);
-        t->persist_slot_busy[slot] = false;
-        return;
-    }
-    p->pins.reset(new (std::nothrow) IpcPins(t->ipc, t->device));
-    if (!p->pins) {
-        std::lock_guard<std::mutex> lock(t->temps_mu);
-        t->persist_slot_busy[slot] = false;
-        return;
-    }
+    mine.src = src;
+    mine.dst = dst;
     p->zc_blocks = blocks_for(p->zc, gpucoll_dtype_size(p->a.dtype), cfg, t->size, t->share);
     p->slot = slot;
     mine.word.store(persist::tag_of(p->number), std::memory_order_release);
