@@ -1,4 +1,5 @@
-/* coll_gpu_ext.h: fp16 and bf16 for MPI collectives, reduced on the GPU by coll/gpu.
+/* coll_gpu_ext.h: fp16 and bf16 for MPI collectives, reduced on the GPU by coll/gpu, and
+ * stream-ordered (CUDA graph capturable) collectives (at the end).
  *
  * Open MPI 4.1 and 5.0 have no half-precision datatypes. This header gives
  * you two (IEEE binary16 and bfloat16, each 2 bytes) and the sum, product,
@@ -177,6 +178,103 @@ static inline void coll_gpu_ext_free(coll_gpu_ext_t *ext)
     MPI_Type_free(&ext->float16);
     MPI_Type_free(&ext->bfloat16);
 }
+#endif
+
+
+/* ---- stream-ordered collectives ------------------------------------------ *
+ * Collectives queued on a CUDA stream (a HIP stream on AMD), like NCCL's:
+ *
+ *     coll_gpu_stream_init(comm);               // once, collective, before any capture
+ *     coll_gpu_allreduce_enqueue(MPI_IN_PLACE, dbuf, n, MPI_FLOAT, MPI_SUM, comm, stream);
+ *     ... more work on `stream` ...             // returns at once: no host wait
+ *     cudaStreamSynchronize(stream);            // or an event, or the next kernel
+ *
+ * Promises (docs/stream.md has the long form):
+ * - The collective runs in stream order: after the work `stream` holds when
+ *   the call is made, before the work queued on it later. The call returns
+ *   without waiting for the GPU or for another rank.
+ * - Inside cudaStreamBeginCapture / torch.cuda.graph the calls are captured:
+ *   the graph can be launched any number of times, with the buffers'
+ *   contents changing between launches. Per-call state lives on the GPU, so
+ *   a replay needs no host step. A graph must not be launched after its
+ *   communicator is freed (its kernels then do nothing).
+ * - Every rank must make the same enqueued calls on a communicator in the
+ *   same order (as for any MPI collective), and one communicator's enqueued
+ *   calls must be ordered with each other (one stream, or streams the
+ *   caller orders). A rank that breaks this makes the kernels give up after
+ *   coll_gpu_timeout_ms: never a hang, an error from coll_gpu_stream_status
+ *   and every later call on the communicator.
+ * - Buffers: memory this rank's GPU can address (device memory of the GPU
+ *   current at coll_gpu_stream_init, managed or page-locked host memory).
+ *   Reductions: predefined types (and this header's fp16/bf16) with
+ *   predefined ops; data movement: any contiguous datatype.
+ * - Enqueued and ordinary MPI collectives on one communicator are
+ *   independent: each kind is ordered among itself. An ordinary call that
+ *   reads what an enqueued one writes must come after that stream's work.
+ * - Where the communicator cannot take the GPU path (ranks on several
+ *   nodes, no coll/gpu, a type or op without a kernel), the call, if the
+ *   stream is not being captured, synchronises the stream and runs the
+ *   ordinary MPI collective: correct, not asynchronous. While capturing it
+ *   returns MPI_ERR_UNSUPPORTED_OPERATION instead.
+ * - Return values are MPI error codes; MPI_ERR_UNSUPPORTED_OPERATION where
+ *   coll/gpu is not loaded into this process at all.
+ * - Freeing the communicator waits (bounded) for its enqueued kernels. */
+typedef int (*coll_gpu_stream_init_fn)(MPI_Comm comm);
+typedef int (*coll_gpu_stream_status_fn)(MPI_Comm comm);
+typedef int (*coll_gpu_allreduce_enqueue_fn)(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                                             MPI_Op op, MPI_Comm comm, void *stream);
+typedef int (*coll_gpu_reduce_enqueue_fn)(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                                          MPI_Op op, int root, MPI_Comm comm, void *stream);
+typedef int (*coll_gpu_bcast_enqueue_fn)(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                                         void *stream);
+typedef int (*coll_gpu_allgather_enqueue_fn)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                             void *stream);
+typedef int (*coll_gpu_reduce_scatter_block_enqueue_fn)(const void *sendbuf, void *recvbuf, int recvcount,
+                                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                                        void *stream);
+typedef int (*coll_gpu_alltoall_enqueue_fn)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                            void *stream);
+
+#ifndef COLL_GPU_EXT_IMPLEMENTATION
+/* coll/gpu exports these as coll_gpu_impl_<name> (Python's ctypes finds
+ * the same symbols: python/coll_gpu_stream.py). */
+#define COLL_GPU_EXT_FORWARD(name, params, args)                                       \
+    static inline int coll_gpu_##name params                                           \
+    {                                                                                  \
+        static coll_gpu_##name##_fn fn;                                                \
+        if (!fn) fn = (coll_gpu_##name##_fn)dlsym(RTLD_DEFAULT, "coll_gpu_impl_" #name); \
+        return fn ? fn args : MPI_ERR_UNSUPPORTED_OPERATION;                           \
+    }
+COLL_GPU_EXT_FORWARD(stream_init, (MPI_Comm comm), (comm))
+/* MPI_SUCCESS, or the error that an enqueued kernel of `comm` met (a peer
+ * that did not arrive within coll_gpu_timeout_ms): the communicator's
+ * enqueued calls then fail; free it. Never waits. */
+COLL_GPU_EXT_FORWARD(stream_status, (MPI_Comm comm), (comm))
+COLL_GPU_EXT_FORWARD(allreduce_enqueue,
+                     (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                      void *stream),
+                     (sendbuf, recvbuf, count, datatype, op, comm, stream))
+COLL_GPU_EXT_FORWARD(reduce_enqueue,
+                     (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                      MPI_Comm comm, void *stream),
+                     (sendbuf, recvbuf, count, datatype, op, root, comm, stream))
+COLL_GPU_EXT_FORWARD(bcast_enqueue, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, void *stream),
+                     (buffer, count, datatype, root, comm, stream))
+COLL_GPU_EXT_FORWARD(allgather_enqueue,
+                     (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, MPI_Comm comm, void *stream),
+                     (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, stream))
+COLL_GPU_EXT_FORWARD(reduce_scatter_block_enqueue,
+                     (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+                      MPI_Comm comm, void *stream),
+                     (sendbuf, recvbuf, recvcount, datatype, op, comm, stream))
+COLL_GPU_EXT_FORWARD(alltoall_enqueue,
+                     (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, MPI_Comm comm, void *stream),
+                     (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, stream))
+#undef COLL_GPU_EXT_FORWARD
 #endif
 
 #ifdef __cplusplus
