@@ -197,6 +197,41 @@ void gpucoll_plan_free(gpucoll_plan_t *plan);
 /* The algorithm the plan runs ("allreduce_ll", ...), for verbose output. */
 const char *gpucoll_plan_algorithm(const gpucoll_plan_t *plan);
 
+/* ---- stream-ordered calls (core/team_stream.cpp) ---------------------------
+ * Collectives queued on the caller's stream, capturable into CUDA graphs
+ * (include/coll_gpu_ext.h states the promises to users). They run on a team
+ * of their own, built over the same ranks as the one of ordinary calls and
+ * used for nothing else. */
+
+/* Sets a fresh team up for stream-ordered calls on the GPU current in the
+ * calling thread: its GPU side and this rank's per-call counters in device
+ * memory. Collective over the team's ranks (every rank at the same point),
+ * blocking, once: later calls say again what the first one found.
+ * GPUCOLL_ERR_UNSUPPORTED, alike on every rank, where some rank cannot (no
+ * GPU context, peers not mappable). Must not run while the stream is
+ * being captured (it allocates and synchronises). */
+gpucoll_status_t gpucoll_stream_setup(gpucoll_team_t *team);
+/* Queues `a` (ALLREDUCE, REDUCE, BCAST, ALLGATHER, REDUCE_SCATTER_BLOCK or
+ * ALLTOALL, no vector fields; local_ok not read) on `stream` and returns
+ * without waiting for the GPU or for another rank. Decides from what every
+ * rank knows alike: GPUCOLL_ERR_UNSUPPORTED (no kernel for the type and op,
+ * a team not set up) on every rank alike, and nothing was queued. Another
+ * error is this rank's own (its buffers are not device memory of the team's
+ * GPU or managed memory; an earlier kernel of the team gave up): nothing
+ * was queued, and the peers' kernels of this call give up after
+ * timeout_ms. count == 0 queues nothing (success). */
+gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *team, const gpucoll_coll_args_t *a, void *stream);
+/* GPUCOLL_SUCCESS, or the error a stream-ordered kernel of the team raised
+ * (a peer timeout, the LL flags spent): then every later call fails too.
+ * Never waits. */
+gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *team);
+/* 1 while `stream` is being captured into a graph, 0 if not, -1 if it
+ * cannot be told. */
+int gpucoll_stream_capturing(void *stream);
+gpucoll_status_t gpucoll_stream_synchronize(void *stream);
+/* dst = src on `stream` (any memory the GPU copies from and to), queued. */
+gpucoll_status_t gpucoll_copy_async(void *dst, const void *src, size_t bytes, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -211,6 +211,7 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
     }
     // Queued kernels read the peers' scratch too: each rank's end before it departs.
     if (t->gpu == gpucoll_team::GpuReady) drain_queued(t);
+    if (t->gpu == gpucoll_team::GpuReady) close_stream_calls(t);
     if (t->gpu == gpucoll_team::GpuReady) {
         // Peers may still read our scratch in the tail of the last kernel: free
         // it only when every rank is here (bounded, a dead peer cannot hold us).
@@ -660,19 +661,23 @@ extern "C" int gpucoll_team_can_run(gpucoll_team_t *t, const gpucoll_coll_args_t
     return ok;
 }
 
-static gpucoll_status_t team_prepare_body(gpucoll_team_t *t)
+gpucoll_status_t gpucoll::prepare_gpu(gpucoll_team *t, int device, bool can)
 {
-    if (t->gpu != gpucoll_team::GpuNone) return GPUCOLL_SUCCESS; // alike on every rank
-    const int device = gpu_port_context_device();
     gpucoll_coll_args_t a{};
     a.kind = GPUCOLL_COLL_ALLREDUCE; // any key: every rank posts the same
     a.count = 1;
     a.dtype = GPUCOLL_FLOAT32;
     a.op = GPUCOLL_OP_SUM;
     bool all_ok, all_direct;
-    gpucoll_status_t st = agree(t, ++t->seq, device >= 0, false, a, &all_ok, &all_direct);
+    gpucoll_status_t st = agree(t, ++t->seq, can && device >= 0, false, a, &all_ok, &all_direct);
     if (st != GPUCOLL_SUCCESS || !all_ok) return st;
     return setup_gpu(t, device);
+}
+
+static gpucoll_status_t team_prepare_body(gpucoll_team_t *t)
+{
+    if (t->gpu != gpucoll_team::GpuNone) return GPUCOLL_SUCCESS; // alike on every rank
+    return prepare_gpu(t, gpu_port_context_device(), true);
 }
 
 extern "C" gpucoll_status_t gpucoll_team_prepare(gpucoll_team_t *t)

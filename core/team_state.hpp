@@ -19,6 +19,7 @@
 #include "ipc_cache.hpp"
 #include "peer_args.h"
 #include "resident.hpp"
+#include "stream_calls.h"
 
 namespace gpucoll {
 
@@ -132,6 +133,10 @@ struct gpucoll_team {
     // Page-locked, written by the queued kernels: the number of the latest
     // launch that is over (PeerArgs::done_word), in launch order.
     uint64_t *queued_done = nullptr;
+    // Stream-ordered calls (core/team_stream.cpp): a team used only for
+    // them has this rank's counters in device memory (kernels/stream_calls.h).
+    gpucoll::StreamCalls *stream_calls = nullptr;
+    uint64_t stream_eager = 0; // stream-ordered calls launched outside a capture
     uint32_t persistent_plans = 0; // created so far: a plan's number, alike on every rank
     bool persist_slot_busy[gpucoll::kPersistSlots] = {}; // under temps_mu
     uint64_t queued_undrained = 0; // launched since the queue was last seen empty
@@ -175,6 +180,16 @@ void note_forced_refused(gpucoll_team *t, gpucoll_coll_kind_t kind, const Plan &
 // calls it at the same call, and all end up ready or none (t->gpu).
 gpucoll_status_t setup_gpu(gpucoll_team *t, int device);
 void release_gpu(gpucoll_team *t);
+
+// The first agreed step of a team's GPU side (gpucoll_team_prepare, and
+// stream-ordered teams): every rank says whether it `can` (and has a GPU
+// context: `device` >= 0); if all can, setup_gpu. Collective.
+gpucoll_status_t prepare_gpu(gpucoll_team *t, int device, bool can);
+
+// Stream-ordered calls (core/team_stream.cpp): at the team's end, stops
+// its graphs' later kernels from touching it and waits (bounded) for the
+// ones running.
+void close_stream_calls(gpucoll_team *t);
 
 // Queued calls (core/team_queued.cpp): waits (bounded, driving progress)
 // until every call this rank queued on the team is done, so that a blocking

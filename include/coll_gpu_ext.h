@@ -204,8 +204,8 @@ static inline void coll_gpu_ext_free(coll_gpu_ext_t *ext)
  *   caller orders). A rank that breaks this makes the kernels give up after
  *   coll_gpu_timeout_ms: never a hang, an error from coll_gpu_stream_status
  *   and every later call on the communicator.
- * - Buffers: memory this rank's GPU can address (device memory of the GPU
- *   current at coll_gpu_stream_init, managed or page-locked host memory).
+ * - Buffers: device memory of the GPU current at coll_gpu_stream_init, or
+ *   managed memory.
  *   Reductions: predefined types (and this header's fp16/bf16) with
  *   predefined ops; data movement: any contiguous datatype.
  * - Enqueued and ordinary MPI collectives on one communicator are

@@ -71,6 +71,7 @@ constexpr size_t ll_slot_bytes_for(size_t ll_max_bytes) { return 2 * ((ll_max_by
 constexpr size_t ll_area_bytes(size_t ll_max_bytes) { return 2 * kMaxPeers * ll_slot_bytes_for(ll_max_bytes); }
 
 struct ResidentMailbox;
+struct StreamCalls; // kernels/stream_calls.h
 
 // A kernel launched with a mailbox stays resident after its call: it serves
 // the calls the host posts to the mailbox until it has been idle for
@@ -110,6 +111,12 @@ struct alignas(16) PeerArgs {
     // writes done_value to done_word. nullptr: nothing to report.
     uint64_t *done_word;
     uint64_t done_value;
+    // Stream-ordered calls (kernels/stream_calls.h): epoch0 comes from here
+    // at the kernel's start, not from the host; the call takes
+    // stream_epochs barrier epochs, or, where 0, one LL flag (an LL call).
+    // nullptr: epoch0 as given.
+    StreamCalls *stream_calls;
+    uint64_t stream_epochs;
 };
 static_assert(sizeof(PeerArgs) % 16 == 0, "resident kernels copy a command in 16-byte words");
 static_assert(kResidentCallOffset + sizeof(PeerArgs) <= kDataOffset, "barrier flags overflow into the data area");
@@ -122,6 +129,7 @@ static_assert(kResidentCallOffset + sizeof(PeerArgs) <= kDataOffset, "barrier fl
 // What a kernel leaves in PeerArgs::error (0: nothing went wrong).
 constexpr int kErrorTimeout = 1;    // this kernel waited a.timeout_ns for a peer
 constexpr int kErrorPeerGaveUp = 2; // another rank's kernel gave up first
+constexpr int kErrorFlagsExhausted = 3; // a stream-ordered LL call found no flag left (kStreamLLFlagLimit)
 constexpr size_t kGiveUpOffset = (kResidentCallOffset + sizeof(PeerArgs) + 63) / 64 * 64;
 static_assert(kGiveUpOffset + sizeof(uint64_t) <= kDataOffset, "the give-up word overflows into the data area");
 // After the give-up word: how many blocks of the running queued kernel have

@@ -94,7 +94,9 @@ bool load_peer_kernels(size_t *stack_bytes, int *max_regs)
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
                         void *stream, int *threads_used)
 {
-    const bool moves = moves_bytes(a.algo), resident = a.resident.mailbox != nullptr;
+    // Stream-ordered calls read their call from shared memory as resident
+    // ones do (kernels/resident.cuh): the epoch is set there at the start.
+    const bool moves = moves_bytes(a.algo), resident = a.resident.mailbox != nullptr || a.stream_calls != nullptr;
     KernelPair pair = moves ? KernelPair{peer_move_kernel, resident_move_kernel} : reduce_kernel_for(dtype, op);
     KernelFn k = resident ? pair.resident : pair.launch;
     if (!k) return false;

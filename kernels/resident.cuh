@@ -12,6 +12,7 @@
 #pragma once
 
 #include "peer_sync.cuh"
+#include "stream_calls.h"
 
 namespace gpucoll {
 
@@ -93,17 +94,70 @@ __device__ inline void copy_call(PeerArgs *cmd, const PeerArgs *from)
 // memory, the launch's too, so that Body is compiled once. Only block 0
 // reads the call from host memory (32 blocks reading it over PCIe took
 // ~27 us against ~1 us for one, H200); the others read block 0's copy.
+// Thread 0 of each block, at a stream-ordered call's start: counts the
+// block in, then reads the counters its predecessor left and sets
+// cmd->epoch0. The count comes before the read of `closed`, so that the
+// host, which sets `closed` and then waits for no block to be running,
+// never misses one that read it open.
+__device__ inline StreamStart begin_stream_call(PeerArgs *cmd, StreamCalls *sc)
+{
+    atomicAdd(&sc->active, 1);
+    __threadfence();
+    const volatile StreamCalls *v = sc;
+    StreamStart s = stream_start(v->epoch, v->ll_flag, v->closed, (cmd->stream_epochs & ~kStreamEager) == 0);
+    if (s.verdict == kStreamClosed) {
+        atomicSub(&sc->active, 1);
+    } else if (s.verdict == kStreamExhausted) {
+        atomicCAS(cmd->error, 0, kErrorFlagsExhausted);
+    } else {
+        cmd->epoch0 = s.epoch0;
+    }
+    return s;
+}
+
+// ... and at its end, after all the block's threads: the last block out
+// moves the counters on for the next call of the stream, which starts only
+// after this kernel has ended.
+__device__ inline void end_stream_call(const PeerArgs &cmd, StreamCalls *sc, const StreamStart &s)
+{
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    __threadfence();
+    if (atomicAdd(&sc->blocks_out, 1u) == gridDim.x - 1) {
+        const uint64_t epochs = cmd.stream_epochs & ~kStreamEager;
+        StreamNext n = stream_next(sc->epoch, sc->ll_flag, epochs == 0, s, epochs);
+        sc->epoch = n.epoch;
+        sc->ll_flag = n.ll_flag;
+        sc->calls++;
+        if (cmd.stream_epochs & kStreamEager) sc->eager_done++;
+        sc->blocks_out = 0;
+        __threadfence();
+    }
+    atomicSub(&sc->active, 1);
+}
+
 template <void (*Body)(const PeerArgs &)> __device__ void serve(const PeerArgs &first)
 {
     __shared__ PeerArgs cmd;
     __shared__ int more;
+    __shared__ StreamStart stream;
     copy_call(&cmd, &first);
+    if (first.stream_calls) { // one call, its epoch0 from device memory
+        __syncthreads();
+        if (threadIdx.x == 0) stream = begin_stream_call(&cmd, first.stream_calls);
+        __syncthreads();
+        if (stream.verdict == kStreamClosed) return; // nothing of the team may be touched
+    }
     const Residency &r = first.resident;
     PeerArgs *posted = reinterpret_cast<PeerArgs *>(first.scratch[first.rank] + kResidentCallOffset);
     uint64_t word = doorbell_of(r, r.seq);
     for (;;) {
         __syncthreads();
-        Body(cmd);
+        if (!first.stream_calls || stream.verdict == kStreamRun) Body(cmd);
+        if (first.stream_calls) {
+            end_stream_call(cmd, first.stream_calls, stream);
+            return;
+        }
         if (!r.mailbox) return;
         // Its barrier also keeps thread 0 from writing `more` and the
         // threads from writing `cmd` while others still read them.

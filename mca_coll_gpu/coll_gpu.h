@@ -72,6 +72,8 @@ typedef struct mca_coll_gpu_module_t {
     gpucoll_hier_t *hier;   /* communicator spanning (virtual) nodes: node-local team + UCX group,
                                NULL if none; never together with `team` (coll_gpu_hier.c) */
     bool hier_pending;      /* spans nodes: the hierarchical path is built at the first collective */
+    gpucoll_team_t *stream_team; /* stream-ordered collectives' own team (coll_gpu_stream.c), NULL if none */
+    int stream_state;       /* 0: not built yet, 1: ready, -1: unavailable (alike on every rank) */
 } mca_coll_gpu_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
 
@@ -168,6 +170,10 @@ void coll_gpu_request_fini(void);
 /* Builds the team on first use (collective: every rank reaches it at the same
  * call). True if the communicator has one. */
 bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m);
+/* The team of the stream-ordered collectives (coll_gpu_stream.c), built and
+ * set up on first use on the GPU current in the calling thread (collective,
+ * blocking). True if the communicator has one; alike on every rank. */
+bool coll_gpu_stream_team_ensure(mca_coll_gpu_module_t *m);
 /* gpucoll_oob_t.progress: Open MPI's progress engine. */
 void coll_gpu_mpi_progress(void);
 bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,

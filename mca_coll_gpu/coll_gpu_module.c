@@ -41,6 +41,8 @@ static void gpu_module_construct(mca_coll_gpu_module_t *m)
     m->team_pending = false;
     m->hier = NULL;
     m->hier_pending = false;
+    m->stream_team = NULL;
+    m->stream_state = 0;
 }
 
 static void gpu_module_destruct(mca_coll_gpu_module_t *m)
@@ -52,6 +54,10 @@ static void gpu_module_destruct(mca_coll_gpu_module_t *m)
 #undef COLL_GPU_RELEASE
     if (m->team) gpucoll_team_destroy(m->team);
     m->team = NULL;
+    /* Waits (bounded) for its enqueued kernels; later launches of graphs
+     * that hold them do nothing. */
+    if (m->stream_team) gpucoll_team_destroy(m->stream_team);
+    m->stream_team = NULL;
     /* Local and bounded: no MPI call (Open MPI 4.1 destroys the module after
      * unselecting it, possibly at different times on different ranks); the
      * UCX group close never waits on a peer, the node-local team waits at most
@@ -179,6 +185,28 @@ bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m)
         return false;
     }
     COLL_GPU_VERBOSE(10, "%s: peer-to-peer team ready (%d ranks)", m->comm->c_name, ompi_comm_size(m->comm));
+    return true;
+}
+
+bool coll_gpu_stream_team_ensure(mca_coll_gpu_module_t *m)
+{
+    if (m->stream_state != 0) return m->stream_state > 0;
+    m->stream_state = -1;
+    /* Node-local communicators only, as for the ordinary team: alike. */
+    if (m->force_staged || !(m->team_pending || m->team)) return false;
+    gpucoll_oob_t oob = {ompi_comm_rank(m->comm), ompi_comm_size(m->comm), team_allgather, m,
+                         coll_gpu_mpi_progress, 0};
+    gpucoll_status_t st = gpucoll_team_create(&oob, &m->stream_team);
+    if (st == GPUCOLL_SUCCESS) st = gpucoll_stream_setup(m->stream_team);
+    if (st != GPUCOLL_SUCCESS) {
+        COLL_GPU_VERBOSE(10, "%s: no GPU path for stream-ordered collectives (%s): they synchronise and run as "
+                         "ordinary collectives", m->comm->c_name, gpucoll_last_error());
+        gpucoll_team_destroy(m->stream_team);
+        m->stream_team = NULL;
+        return false;
+    }
+    COLL_GPU_VERBOSE(10, "%s: stream-ordered collectives ready (%d ranks)", m->comm->c_name, ompi_comm_size(m->comm));
+    m->stream_state = 1;
     return true;
 }
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #define __device__
+#define __host__
 #define __global__
 #define __shared__
 #define __forceinline__ inline
@@ -56,6 +57,8 @@ void __threadfence();
 int atomicExch(int *address, int value);
 int atomicCAS(int *address, int compare, int value);
 unsigned atomicAdd(unsigned *address, unsigned value);
+int atomicAdd(int *address, int value);
+int atomicSub(int *address, int value);
 uint64_t gpu_global_timer_ns();
 void gpu_store_release_sys(uint64_t *p, uint64_t v);
 uint64_t gpu_load_acquire_sys(const uint64_t *p);

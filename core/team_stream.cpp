@@ -1,0 +1,264 @@
+// Stream-ordered calls: collectives queued on the caller's stream, with no
+// host step per call, so that they can be captured into CUDA graphs and
+// replayed. What keeps them sound (docs/stream.md has the long form):
+// - The team is the communicator's own second team (the glue builds it
+//   apart from the one that serves ordinary calls): its scratch, flags and
+//   counters are used by nothing else, so enqueued and ordinary calls need
+//   no order between them.
+// - The per-call state (barrier epoch, LL flag) is on the device
+//   (kernels/stream_calls.h): a call reads what the call before it on the
+//   stream left, and every rank makes the same calls in the same order.
+// - Calls take only the algorithms in which every rank waits for every
+//   other (make_plan's `queued`, as nonblocking calls do), so a rank's next
+//   kernel starts only after each peer started this one: the scratch
+//   halves and the LL parities stay in step without the host.
+// - The plan is decided from what every rank knows alike (the team's GPU
+//   state, set once, and the call's kind, count, type, op and root).
+// - The counters outlive the team: a graph launched after its
+//   communicator was freed finds its counters closed and does nothing.
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "device_guard.hpp"
+#include "gpu_error.hpp"
+#include "no_throw.hpp"
+#include "team_state.hpp"
+
+using namespace gpucoll;
+
+namespace {
+
+// Every stream-ordered team's counters, in one device allocation per GPU
+// that is never freed (a captured graph may outlive its team), handed out
+// once each.
+constexpr int kStreamSlots = 4096;
+constexpr int kMaxDevices = 64;
+std::mutex g_slots_mu;
+StreamCalls *g_slots[kMaxDevices];
+int g_slots_used[kMaxDevices];
+
+StreamCalls *take_slot(int device)
+{
+    if (device < 0 || device >= kMaxDevices)
+        return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "GPU %d: stream-ordered calls serve GPUs 0-%d", device,
+                            kMaxDevices - 1),
+               nullptr;
+    std::lock_guard<std::mutex> lock(g_slots_mu);
+    DeviceGuard g(device);
+    gpuError_t e;
+    if (!g_slots[device]) {
+        if ((e = gpuMalloc((void **)&g_slots[device], kStreamSlots * sizeof(StreamCalls))) != gpuSuccess)
+            return g_slots[device] = nullptr, gpu_error("allocating the counters of stream-ordered calls", e), nullptr;
+    }
+    if (g_slots_used[device] == kStreamSlots)
+        return gpucoll_fail(GPUCOLL_ERR_NO_MEMORY,
+                            "more than %d communicators of this process have used stream-ordered calls",
+                            kStreamSlots),
+               nullptr;
+    StreamCalls *slot = g_slots[device] + g_slots_used[device];
+    StreamCalls fresh{};
+    fresh.epoch = 1;
+    if ((e = gpuMemcpy(slot, &fresh, sizeof fresh, gpuMemcpyHostToDevice)) != gpuSuccess)
+        return gpu_error("setting up the counters of stream-ordered calls", e), nullptr;
+    g_slots_used[device]++;
+    return slot;
+}
+
+gpucoll_status_t stream_setup_body(gpucoll_team *t)
+{
+    if (t->gpu != gpucoll_team::GpuNone) // alike on every rank
+        return t->gpu == gpucoll_team::GpuReady && t->stream_calls ? GPUCOLL_SUCCESS : GPUCOLL_ERR_UNSUPPORTED;
+    const int device = gpu_port_context_device();
+    StreamCalls *slot = device >= 0 ? take_slot(device) : nullptr;
+    gpucoll_status_t st = prepare_gpu(t, device, slot != nullptr);
+    if (t->gpu == gpucoll_team::GpuNone) t->gpu = gpucoll_team::GpuFailed; // not retried: alike everywhere
+    if (t->gpu != gpucoll_team::GpuReady) return st != GPUCOLL_SUCCESS ? st : GPUCOLL_ERR_UNSUPPORTED;
+    t->stream_calls = slot;
+    return GPUCOLL_SUCCESS;
+}
+
+gpucoll_status_t error_raised(const gpucoll_team *t)
+{
+    switch (*t->error) {
+    case 0: return GPUCOLL_SUCCESS;
+    case kErrorPeerGaveUp:
+        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "an enqueued collective gave up: another rank's kernel did first");
+    case kErrorFlagsExhausted:
+        return gpucoll_fail(GPUCOLL_ERR_INTERNAL,
+                            "this communicator ran %u small enqueued collectives, all its flags: free it and use "
+                            "another",
+                            kStreamLLFlagLimit);
+    default:
+        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT,
+                            "an enqueued collective gave up: a peer's kernel did not arrive within %d ms "
+                            "(ranks must enqueue the same collectives in the same order)",
+                            config().timeout_ms);
+    }
+}
+
+// Whether this rank's kernel can address `p` (device memory of the team's
+// GPU, or managed memory).
+bool addressable(const gpucoll_team *t, const void *p)
+{
+    gpu_port_ptr_info_t info{};
+    gpu_port_query_kind(p, &info);
+    return (info.kind == GPU_PORT_MEM_DEVICE && info.device == t->device) || info.kind == GPU_PORT_MEM_MANAGED;
+}
+
+gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, void *stream)
+{
+    const gpucoll_config_t &cfg = config();
+    if (!t->stream_calls || t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED;
+    gpucoll_status_t st = error_raised(t);
+    if (st != GPUCOLL_SUCCESS) return st;
+    if (t->broken) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "an earlier enqueued collective could not be launched");
+    gpucoll_coll_args_t a = args;
+    switch (a.kind) {
+    case GPUCOLL_COLL_ALLREDUCE:
+    case GPUCOLL_COLL_REDUCE:
+    case GPUCOLL_COLL_BCAST:
+    case GPUCOLL_COLL_ALLGATHER:
+    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
+    case GPUCOLL_COLL_ALLTOALL: break;
+    default: return GPUCOLL_ERR_UNSUPPORTED;
+    }
+    if (a.counts || a.displs || a.rcounts || a.rdispls) return GPUCOLL_ERR_UNSUPPORTED;
+    const bool rooted = a.kind == GPUCOLL_COLL_BCAST || a.kind == GPUCOLL_COLL_REDUCE;
+    if (rooted && (a.root < 0 || a.root >= t->size))
+        return gpucoll_fail(GPUCOLL_ERR_INVALID, "root %d of a communicator of %d ranks", a.root, t->size);
+    const size_t elt = gpucoll_dtype_size(a.dtype);
+    if (elt == 0) return GPUCOLL_ERR_UNSUPPORTED;
+    if (a.count == 0) return GPUCOLL_SUCCESS; // alike on every rank: nothing runs anywhere
+    if (a.kind == GPUCOLL_COLL_BCAST) a.sbuf = nullptr; // the root's buffer is its input
+    Plan plan{};
+    if (!make_plan(a, t->rank, t->size, cfg, false, &plan, t->share, true))
+        return GPUCOLL_ERR_UNSUPPORTED; // no kernel for the type and op: alike everywhere
+    if (!is_ll(plan.algo)) plan.chunk = std::min(plan.chunk, max_chunk_elems(plan, t->half_bytes, elt));
+    if (plan.chunk == 0) return GPUCOLL_ERR_UNSUPPORTED;
+
+    // From here on the peers' kernels wait for ours: this rank's own
+    // failures are errors (the peers' kernels give up on it).
+    char *rbuf = static_cast<char *>(a.rbuf);
+    const bool rbuf_used = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
+    const char *src = a.sbuf                            ? static_cast<const char *>(a.sbuf)
+                      : a.kind == GPUCOLL_COLL_ALLGATHER ? rbuf + (size_t)t->rank * a.count * elt
+                                                         : rbuf;
+    if ((a.sbuf && !addressable(t, a.sbuf)) || (rbuf_used && !addressable(t, rbuf)))
+        return gpucoll_fail(GPUCOLL_ERR_INVALID,
+                            "an enqueued collective's buffers must be device memory of this rank's GPU (%d) or "
+                            "managed memory",
+                            t->device);
+    DeviceGuard g(t->device);
+    PeerArgs k = kernel_args(t, plan, a, src, rbuf);
+    k.stream_calls = t->stream_calls;
+    k.stream_epochs = is_ll(plan.algo) ? 0 : (a.count + plan.chunk - 1) / plan.chunk;
+    const bool eager = gpucoll_stream_capturing(stream) == 0;
+    if (eager) k.stream_epochs |= kStreamEager;
+    const int blocks = blocks_for(plan, elt, cfg, t->size, t->share);
+    if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, stream))
+        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
+                            gpucoll_op_name(a.op));
+    gpuError_t e = gpuGetLastError();
+    if (e != gpuSuccess) {
+        t->broken = true; // the peers' kernels of this call wait for ours
+        return gpu_error("launching an enqueued collective", e);
+    }
+    if (eager) t->stream_eager++;
+    t->last_algo = plan.algo;
+    t->ran_any = true;
+    return GPUCOLL_SUCCESS;
+}
+
+} // namespace
+
+namespace {
+
+// Reads a field of this rank's counters on the team's own non-blocking
+// stream (the caller's streams may hold work that waits for anything).
+template <class T> gpuError_t read_counter(const gpucoll_team *t, const T *field, T *out)
+{
+    gpuError_t e = gpuMemcpyAsync(out, field, sizeof *out, gpuMemcpyDeviceToHost, t->queued_stream);
+    return e == gpuSuccess ? gpuStreamSynchronize(t->queued_stream) : e;
+}
+
+} // namespace
+
+void gpucoll::close_stream_calls(gpucoll_team *t)
+{
+    if (!t->stream_calls) return;
+    DeviceGuard g(t->device);
+    StreamCalls *sc = t->stream_calls;
+    gpuError_t e = gpuSuccess;
+    // MPI_Comm_free lets pending work finish: the calls enqueued outside a
+    // capture run first, however long the work queued before them takes,
+    // as long as they keep finishing (each gives up on a missing peer
+    // within timeout_ms). Graphs are the caller's to have finished.
+    const auto patience = std::chrono::milliseconds(2 * (int64_t)config().timeout_ms + 1000);
+    uint64_t done = 0, seen = UINT64_MAX;
+    auto deadline = Clock::now() + patience;
+    while ((e = read_counter(t, &sc->eager_done, &done)) == gpuSuccess && done < t->stream_eager &&
+           Clock::now() < deadline) {
+        if (done != seen) deadline = Clock::now() + patience;
+        seen = done;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    // Then nothing more may start: kernels of graphs launched later, or of
+    // calls still queued, find `closed` and touch nothing. Those that read
+    // it open are counted in `active` until they end.
+    const uint32_t closed = 1;
+    if (e == gpuSuccess) e = gpuMemcpyAsync(&sc->closed, &closed, sizeof closed, gpuMemcpyHostToDevice, t->queued_stream);
+    if (e == gpuSuccess) e = gpuStreamSynchronize(t->queued_stream);
+    int32_t active = 1;
+    deadline = Clock::now() + patience;
+    while (e == gpuSuccess && (e = read_counter(t, &sc->active, &active)) == gpuSuccess && active > 0 &&
+           Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if ((e != gpuSuccess || active > 0 || done < t->stream_eager) && config().verbose >= 1)
+        fprintf(stderr, "coll:gpu: rank %d: enqueued collectives still queued or running at the communicator's end "
+                        "(%s)\n",
+                t->rank, e != gpuSuccess ? gpuGetErrorString(e) : "they stopped making progress");
+    t->stream_calls = nullptr;
+}
+
+extern "C" gpucoll_status_t gpucoll_stream_setup(gpucoll_team_t *t)
+{
+    if (!t) return GPUCOLL_ERR_UNSUPPORTED;
+    return no_throw([&] { return stream_setup_body(t); });
+}
+
+extern "C" gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *t, const gpucoll_coll_args_t *a, void *stream)
+{
+    if (!t || !a) return GPUCOLL_ERR_UNSUPPORTED;
+    return no_throw([&] { return enqueue_body(t, *a, stream); });
+}
+
+extern "C" gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *t)
+{
+    if (!t || !t->error) return GPUCOLL_SUCCESS;
+    return error_raised(t);
+}
+
+extern "C" int gpucoll_stream_capturing(void *stream)
+{
+    gpuStreamCaptureStatus s;
+    if (gpuStreamIsCapturing((gpuStream_t)stream, &s) != gpuSuccess) {
+        (void)gpuGetLastError();
+        return -1;
+    }
+    return s != gpuStreamCaptureStatusNone;
+}
+
+extern "C" gpucoll_status_t gpucoll_stream_synchronize(void *stream)
+{
+    gpuError_t e = gpuStreamSynchronize((gpuStream_t)stream);
+    return e == gpuSuccess ? GPUCOLL_SUCCESS : gpu_error("synchronising the caller's stream", e);
+}
+
+extern "C" gpucoll_status_t gpucoll_copy_async(void *dst, const void *src, size_t bytes, void *stream)
+{
+    if (bytes == 0 || dst == src) return GPUCOLL_SUCCESS;
+    gpuError_t e = gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDefault, (gpuStream_t)stream);
+    return e == gpuSuccess ? GPUCOLL_SUCCESS : gpu_error("copying on the caller's stream", e);
+}

@@ -1,0 +1,247 @@
+/* Stream-ordered collectives (include/coll_gpu_ext.h): the functions the
+ * header finds by name (coll_gpu_impl_*). They are not Open MPI entry
+ * points: the application calls them with its communicator, and they find
+ * our module through the communicator's allreduce slot.
+ *
+ * Where a call can run on the GPU is decided from what every rank knows
+ * alike: the communicator's stream team (built and set up collectively at
+ * coll_gpu_stream_init or the first call) and the call's kind, count, type,
+ * op and root. Everything else, on the GPU path, is this rank's own error
+ * (its peers' kernels then give up on it): a buffer the GPU cannot address,
+ * a data-movement type that is not one run of bytes. */
+#include "coll_gpu.h"
+
+#define COLL_GPU_EXPORT __attribute__((visibility("default")))
+
+/* MPI error classes (these functions return to the application directly,
+ * not through Open MPI's error handlers). */
+static int mpi_class(gpucoll_status_t st, const char *what)
+{
+    if (st == GPUCOLL_SUCCESS) return MPI_SUCCESS;
+    (void)coll_gpu_error(st, what);
+    switch (st) {
+    case GPUCOLL_ERR_NO_MEMORY: return MPI_ERR_NO_MEM;
+    case GPUCOLL_ERR_INVALID: return MPI_ERR_ARG;
+    case GPUCOLL_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
+    default: return MPI_ERR_OTHER;
+    }
+}
+
+/* Our module on `comm`, or NULL where coll/gpu does not serve it. */
+static mca_coll_gpu_module_t *module_of(ompi_communicator_t *comm)
+{
+    if (comm == NULL || comm == MPI_COMM_NULL || comm->c_coll == NULL || OMPI_COMM_IS_INTER(comm)) return NULL;
+    if (comm->c_coll->coll_allreduce != mca_coll_gpu_allreduce) return NULL;
+    return COLL_GPU_MODULE(comm->c_coll->coll_allreduce_module);
+}
+
+/* The stream team, built at the first call that needs it. Collective; must
+ * not run while `stream` is captured (the caller checks). */
+static bool stream_team(mca_coll_gpu_module_t *m)
+{
+    if (m == NULL || ompi_comm_size(m->comm) < 2) return false;
+    return coll_gpu_stream_team_ensure(m);
+}
+
+COLL_GPU_EXPORT int coll_gpu_impl_stream_init(MPI_Comm comm);
+COLL_GPU_EXPORT int coll_gpu_impl_stream_init(MPI_Comm comm)
+{
+    if (comm == NULL || comm == MPI_COMM_NULL) return MPI_ERR_COMM;
+    mca_coll_gpu_module_t *m = module_of(comm);
+    bool ready = stream_team(m);
+    COLL_GPU_VERBOSE(10, "%s: stream-ordered collectives %s", comm->c_name,
+                     ready ? "run on the GPU" : "synchronise and run as ordinary collectives");
+    return MPI_SUCCESS;
+}
+
+COLL_GPU_EXPORT int coll_gpu_impl_stream_status(MPI_Comm comm);
+COLL_GPU_EXPORT int coll_gpu_impl_stream_status(MPI_Comm comm)
+{
+    mca_coll_gpu_module_t *m = module_of(comm);
+    if (m == NULL || m->stream_team == NULL) return MPI_SUCCESS;
+    return mpi_class(gpucoll_stream_status(m->stream_team), "an enqueued collective");
+}
+
+/* Where this rank's side `buf` of a data-movement call starts as one run of
+ * bytes (count x dtype), or false. */
+static bool byte_run(const void *buf, size_t count, ompi_datatype_t *dtype, const void **start)
+{
+    gpucoll_coll_args_t bytes;
+    ptrdiff_t first;
+    if (!coll_gpu_layout(dtype, count, 1, NULL, &bytes, &first)) return false;
+    *start = (const char *)buf + first;
+    return true;
+}
+
+/* The ordinary collective, after the stream's work; what a call that cannot
+ * run on the GPU amounts to. */
+static int run_ordinary(const coll_gpu_call_t *c, MPI_Comm comm, int count, void *stream)
+{
+    gpucoll_status_t st = gpucoll_stream_synchronize(stream);
+    if (st != GPUCOLL_SUCCESS) return mpi_class(st, "an enqueued collective's fallback");
+    switch (c->kind) {
+    case GPUCOLL_COLL_ALLREDUCE: return MPI_Allreduce(c->sbuf, c->rbuf, count, c->rdtype, c->op, comm);
+    case GPUCOLL_COLL_REDUCE: return MPI_Reduce(c->sbuf, c->rbuf, count, c->rdtype, c->op, c->root, comm);
+    case GPUCOLL_COLL_BCAST: return MPI_Bcast(c->rbuf, count, c->rdtype, c->root, comm);
+    case GPUCOLL_COLL_ALLGATHER:
+        return MPI_Allgather(c->sbuf, (int)c->scount, c->sdtype, c->rbuf, count, c->rdtype, comm);
+    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
+        return MPI_Reduce_scatter_block(c->sbuf, c->rbuf, count, c->rdtype, c->op, comm);
+    case GPUCOLL_COLL_ALLTOALL:
+        return MPI_Alltoall(c->sbuf, (int)c->scount, c->sdtype, c->rbuf, count, c->rdtype, comm);
+    default: return MPI_ERR_INTERN;
+    }
+}
+
+/* A communicator of one rank: the result is the input, copied on the
+ * stream. False where the layout is not one run of bytes. */
+static bool self_copy(const coll_gpu_call_t *c, int *rc, void *stream)
+{
+    if (c->kind == GPUCOLL_COLL_BCAST || c->sbuf == MPI_IN_PLACE ||
+        (c->kind == GPUCOLL_COLL_REDUCE && c->root != 0)) {
+        *rc = MPI_SUCCESS;
+        return c->kind != GPUCOLL_COLL_REDUCE || c->root == 0;
+    }
+    const void *src, *dst;
+    if (!byte_run(c->sbuf, c->scount, c->sdtype, &src) || !byte_run(c->rbuf, c->rcount, c->rdtype, &dst))
+        return false;
+    *rc = mpi_class(gpucoll_copy_async((void *)dst, src, c->rcount * c->rdtype->super.size, stream),
+                    "an enqueued collective on one rank");
+    return true;
+}
+
+/* Every enqueue call: `c` as the MPI call names it (scount/rcount per rank
+ * block, as in coll_gpu_call_t); `count` the int count to hand the
+ * ordinary collective. */
+static int enqueue(const coll_gpu_call_t *c, int count, MPI_Comm comm, void *stream)
+{
+    if (comm == NULL || comm == MPI_COMM_NULL) return MPI_ERR_COMM;
+    if (count < 0 || (c->sdtype != NULL && (int)c->scount < 0)) return MPI_ERR_COUNT;
+    const int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
+    if ((c->kind == GPUCOLL_COLL_BCAST || c->kind == GPUCOLL_COLL_REDUCE) && (c->root < 0 || c->root >= size))
+        return MPI_ERR_ROOT;
+    const size_t bytes = (size_t)count * c->rdtype->super.size;
+    if (bytes == 0) return MPI_SUCCESS; /* alike on every rank (MPI's type signature rule) */
+    mca_coll_gpu_module_t *m = module_of(comm);
+    const int capturing = gpucoll_stream_capturing(stream);
+    int rc;
+    if (size == 1 && self_copy(c, &rc, stream)) return rc;
+    /* Built outside a capture only: the set-up allocates and synchronises. */
+    bool gpu = m != NULL && !m->force_staged &&
+               (m->stream_state > 0 || (m->stream_state == 0 && capturing == 0 && stream_team(m)));
+    if (gpu) {
+        gpucoll_coll_args_t a = {.kind = c->kind, .root = c->root, .local_ok = 1};
+        ptrdiff_t first;
+        if (c->op != NULL) {
+            /* Reductions: the same predefined type and op on every rank. */
+            gpu = coll_gpu_layout(c->rdtype, c->rcount, 1, c->op, &a, &first);
+            a.sbuf = c->sbuf == MPI_IN_PLACE ? NULL : c->sbuf;
+            a.rbuf = c->rbuf;
+        } else {
+            a.dtype = GPUCOLL_UINT8;
+            a.op = GPUCOLL_OP_NONE;
+            a.count = bytes;
+            const size_t rblocks = c->kind == GPUCOLL_COLL_BCAST ? 1 : (size_t)size;
+            const size_t sblocks = c->kind == GPUCOLL_COLL_ALLTOALL ? (size_t)size : 1;
+            const void *r = NULL, *s = NULL;
+            if (!byte_run(c->rbuf, c->rcount * rblocks, c->rdtype, &r) ||
+                (c->kind != GPUCOLL_COLL_BCAST && c->sbuf != MPI_IN_PLACE &&
+                 !byte_run(c->sbuf, c->scount * sblocks, c->sdtype, &s))) {
+                opal_output(0, "coll:gpu: rank %d: %s: an enqueued collective moves datatypes that are one run of "
+                            "bytes only; the other ranks' kernels will give up on this one",
+                            rank, comm->c_name);
+                return MPI_ERR_TYPE;
+            }
+            a.rbuf = (void *)r;
+            a.sbuf = s;
+        }
+        if (gpu) {
+            gpucoll_status_t st = gpucoll_stream_enqueue(m->stream_team, &a, stream);
+            if (st == GPUCOLL_SUCCESS) {
+                COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements enqueued (%s)", comm->c_name, (int)a.kind,
+                                 a.count, gpucoll_team_last_algorithm(m->stream_team));
+                return MPI_SUCCESS;
+            }
+            if (st != GPUCOLL_ERR_UNSUPPORTED) return mpi_class(st, "an enqueued collective");
+        }
+    }
+    /* Alike on every rank: no stream team, or no kernel for the type and op. */
+    if (capturing != 0) {
+        opal_output(0, "coll:gpu: rank %d: %s: this enqueued collective cannot run on the GPU (%s) and the stream is "
+                    "being captured, so it cannot synchronise and run as an ordinary collective either",
+                    rank, comm->c_name,
+                    m == NULL ? "coll/gpu does not serve the communicator"
+                    : m->stream_state == 0 ? "coll_gpu_stream_init was not called before the capture"
+                    : m->stream_state < 0 ? "the communicator has no GPU path"
+                                          : "no kernel for its type and op");
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    }
+    return run_ordinary(c, comm, count, stream);
+}
+
+COLL_GPU_EXPORT int coll_gpu_impl_allreduce_enqueue(const void *sendbuf, void *recvbuf, int count,
+                                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, void *stream);
+COLL_GPU_EXPORT int coll_gpu_impl_allreduce_enqueue(const void *sendbuf, void *recvbuf, int count,
+                                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, void *stream)
+{
+    coll_gpu_call_t c = {GPUCOLL_COLL_ALLREDUCE, sendbuf, (size_t)count, datatype, recvbuf, (size_t)count,
+                         datatype, op, 0};
+    return enqueue(&c, count, comm, stream);
+}
+
+COLL_GPU_EXPORT int coll_gpu_impl_reduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                                                 MPI_Op op, int root, MPI_Comm comm, void *stream);
+COLL_GPU_EXPORT int coll_gpu_impl_reduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                                                 MPI_Op op, int root, MPI_Comm comm, void *stream)
+{
+    coll_gpu_call_t c = {GPUCOLL_COLL_REDUCE, sendbuf, (size_t)count, datatype, recvbuf, (size_t)count,
+                         datatype, op, root};
+    return enqueue(&c, count, comm, stream);
+}
+
+COLL_GPU_EXPORT int coll_gpu_impl_bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root,
+                                                MPI_Comm comm, void *stream);
+COLL_GPU_EXPORT int coll_gpu_impl_bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root,
+                                                MPI_Comm comm, void *stream)
+{
+    coll_gpu_call_t c = {GPUCOLL_COLL_BCAST, NULL, 0, NULL, buffer, (size_t)count, datatype, NULL, root};
+    return enqueue(&c, count, comm, stream);
+}
+
+COLL_GPU_EXPORT int coll_gpu_impl_allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                                    void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                                    MPI_Comm comm, void *stream);
+COLL_GPU_EXPORT int coll_gpu_impl_allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                                    void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                                    MPI_Comm comm, void *stream)
+{
+    coll_gpu_call_t c = {GPUCOLL_COLL_ALLGATHER, sendbuf, (size_t)sendcount, sendtype, recvbuf, (size_t)recvcount,
+                         recvtype, NULL, 0};
+    if (sendbuf == MPI_IN_PLACE) c.sdtype = NULL;
+    return enqueue(&c, recvcount, comm, stream);
+}
+
+COLL_GPU_EXPORT int coll_gpu_impl_reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int recvcount,
+                                                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                                               void *stream);
+COLL_GPU_EXPORT int coll_gpu_impl_reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int recvcount,
+                                                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                                               void *stream)
+{
+    coll_gpu_call_t c = {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, sendbuf, (size_t)recvcount, datatype, recvbuf,
+                         (size_t)recvcount, datatype, op, 0};
+    return enqueue(&c, recvcount, comm, stream);
+}
+
+COLL_GPU_EXPORT int coll_gpu_impl_alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                                   void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                                   MPI_Comm comm, void *stream);
+COLL_GPU_EXPORT int coll_gpu_impl_alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                                   void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                                   MPI_Comm comm, void *stream)
+{
+    coll_gpu_call_t c = {GPUCOLL_COLL_ALLTOALL, sendbuf, (size_t)sendcount, sendtype, recvbuf, (size_t)recvcount,
+                         recvtype, NULL, 0};
+    if (sendbuf == MPI_IN_PLACE) c.sdtype = NULL;
+    return enqueue(&c, recvcount, comm, stream);
+}
