@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "coll_gpu_ext.h"
 #include "mpi_types.hpp"
 
 // Persistent collectives: MPI-4 names them MPI_<Coll>_init; Open MPI 4.1
@@ -70,16 +71,20 @@ const char *mode_name(Mode m)
     case Mode::Blocking: return "blocking";
     case Mode::Nonblocking: return "nonblocking";
     case Mode::Persistent: return "persistent";
+    case Mode::Enqueue: return "enqueue";
+    case Mode::Graph: return "graph";
     }
     return "?";
 }
 
 bool parse_mode(const std::string &s, Mode *out)
 {
-    for (Mode m : {Mode::Blocking, Mode::Nonblocking, Mode::Persistent})
+    for (Mode m : {Mode::Blocking, Mode::Nonblocking, Mode::Persistent, Mode::Enqueue, Mode::Graph})
         if (s == mode_name(m)) { *out = m; return true; }
     return false;
 }
+
+bool mode_on_stream(Mode m) { return m == Mode::Enqueue || m == Mode::Graph; }
 
 bool mpi_persistent_supported()
 {
@@ -367,4 +372,27 @@ void mpi_persistent_init(MPI_Comm comm, const Case &c, void *send, void *recv, M
     (void)comm, (void)c, (void)send, (void)recv, (void)r;
     bench_fatal(__FILE__, __LINE__, "mpi_persistent_init", "no persistent collectives in this MPI");
 #endif
+}
+
+int mpi_enqueue(MPI_Comm comm, const Case &c, void *send, void *recv, void *stream)
+{
+    const MpiArgs a = mpi_args(c, send, recv);
+    switch (c.coll) {
+    case Coll::Allreduce: return coll_gpu_allreduce_enqueue(a.sb, a.rb, a.n, a.t, a.op, comm, stream);
+    case Coll::ReduceScatter: return coll_gpu_reduce_scatter_block_enqueue(a.sb, a.rb, a.n, a.t, a.op, comm, stream);
+    case Coll::Allgather:
+        return coll_gpu_allgather_enqueue(a.sb, a.scount, a.stype, a.rb, a.n, a.t, comm, stream);
+    case Coll::Bcast: return coll_gpu_bcast_enqueue(a.rb, a.n, a.t, a.root, comm, stream);
+    case Coll::Reduce: return coll_gpu_reduce_enqueue(a.sb, a.rb, a.n, a.t, a.op, a.root, comm, stream);
+    case Coll::Alltoall:
+        return coll_gpu_alltoall_enqueue(a.sb, a.scount, a.stype, a.rb, a.n, a.t, comm, stream);
+    }
+    return MPI_ERR_ARG;
+}
+
+int mpi_stream_init(MPI_Comm comm) { return coll_gpu_stream_init(comm); }
+
+std::string mpi_enqueue_name(Coll c)
+{
+    return std::string("coll_gpu_") + (c == Coll::ReduceScatter ? "reduce_scatter_block" : coll_name(c)) + "_enqueue";
 }

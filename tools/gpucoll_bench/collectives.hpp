@@ -12,7 +12,10 @@
 enum class Coll { Allreduce, ReduceScatter, Allgather, Bcast, Reduce, Alltoall };
 // How the MPI paths issue a call: MPI_<Coll>, MPI_I<coll> + MPI_Wait, or a
 // request made once per size by MPI(X)_<Coll>_init, then MPI_Start + MPI_Wait.
-enum class Mode { Blocking, Nonblocking, Persistent };
+// The stream-ordered modes (the mpi path and NCCL only) queue the calls on a
+// CUDA stream: Enqueue back to back (coll_gpu_<coll>_enqueue, one stream sync
+// at the end), Graph as replays of a CUDA graph that captured them.
+enum class Mode { Blocking, Nonblocking, Persistent, Enqueue, Graph };
 
 const char *coll_name(Coll c);
 bool parse_coll(const std::string &s, Coll *out);
@@ -23,6 +26,8 @@ double busbw_factor(Coll c, int nranks);
 
 const char *mode_name(Mode m);
 bool parse_mode(const std::string &s, Mode *out);
+// Enqueue and Graph: calls queued on a stream, no host wait.
+bool mode_on_stream(Mode m);
 // False when this MPI library has neither MPI-4's MPI_<Coll>_init nor Open
 // MPI's MPIX_<Coll>_init (compile-time choice).
 bool mpi_persistent_supported();
@@ -83,3 +88,12 @@ void mpi_istart(MPI_Comm comm, const Case &c, void *send, void *recv, MPI_Reques
 // A persistent request for the same call (MPI_Start it; MPI_Request_free it).
 // Only when mpi_persistent_supported().
 void mpi_persistent_init(MPI_Comm comm, const Case &c, void *send, void *recv, MPI_Request *req);
+// The same call queued on the CUDA stream `stream` (coll_gpu_<coll>_enqueue of
+// include/coll_gpu_ext.h; capturable). Returns its MPI error code unchecked:
+// MPI_ERR_UNSUPPORTED_OPERATION where coll/gpu is not loaded, or while
+// capturing a call it cannot take on the GPU.
+int mpi_enqueue(MPI_Comm comm, const Case &c, void *send, void *recv, void *stream);
+// coll_gpu_stream_init(comm): once, collective, before the first enqueued call.
+int mpi_stream_init(MPI_Comm comm);
+// "coll_gpu_allreduce_enqueue", ... (for messages)
+std::string mpi_enqueue_name(Coll c);

@@ -124,6 +124,7 @@ void nccl_enqueue(NcclPath *p, const Case &c, void *send, void *recv)
 }
 
 void nccl_sync(NcclPath *p) { CUDA_CHECK(cudaStreamSynchronize(p->stream)); }
+cudaStream_t nccl_stream(NcclPath *p) { return p->stream; }
 
 #else  // no NCCL at build time
 
@@ -135,5 +136,6 @@ NcclPath *nccl_create(MPI_Comm) { return nullptr; }
 void nccl_destroy(NcclPath *) {}
 void nccl_enqueue(NcclPath *, const Case &, void *, void *) {}
 void nccl_sync(NcclPath *) {}
+cudaStream_t nccl_stream(NcclPath *) { return nullptr; }
 
 #endif

@@ -3,6 +3,7 @@
 // is never called.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <string>
@@ -18,3 +19,4 @@ NcclPath *nccl_create(MPI_Comm comm);            // collective over comm
 void nccl_destroy(NcclPath *p);
 void nccl_enqueue(NcclPath *p, const Case &c, void *send, void *recv);
 void nccl_sync(NcclPath *p);
+cudaStream_t nccl_stream(NcclPath *p);           // where nccl_enqueue queues its calls

@@ -21,10 +21,19 @@ static const char kUsage[] =
     "  -o, --op LIST         sum,max,min or all (default sum; reductions only)\n"
     "  -p, --place MODE      out, in or both: out-of-place / in-place (default out)\n"
     "  -r, --root N          root of bcast and reduce (default 0)\n"
-    "      --mode LIST       blocking,nonblocking,persistent or all: how the mpi and\n"
-    "                        staged paths call MPI (MPI_<coll>; MPI_I<coll> + MPI_Wait;\n"
-    "                        a request made once per size, MPI_Start + MPI_Wait).\n"
-    "                        One row each (default blocking; nccl: blocking only)\n"
+    "      --mode LIST       blocking,nonblocking,persistent,enqueue,graph or all: how\n"
+    "                        the mpi and staged paths call MPI (MPI_<coll>; MPI_I<coll>\n"
+    "                        + MPI_Wait; a request made once per size, MPI_Start +\n"
+    "                        MPI_Wait). One row each (default blocking; nccl: one\n"
+    "                        blocking row for these three). Device buffers, mpi and\n"
+    "                        nccl paths only (rows nccl-enqueue, nccl-graph):\n"
+    "                        enqueue: N calls queued back to back on a CUDA stream\n"
+    "                        (coll_gpu_<coll>_enqueue; ncclAllReduce, ...), one\n"
+    "                        cudaStreamSynchronize, time / N;\n"
+    "                        graph: K calls captured into one CUDA graph, R launches\n"
+    "                        back to back, one sync, time / (R*K)\n"
+    "      --graph-calls K   calls captured per graph (default 10, at most 100;\n"
+    "                        fewer when the time limit allows fewer iterations)\n"
     "      --overlap         nonblocking rows: also measure how much of the call\n"
     "                        hides behind host computation (OSU overlap%)\n"
     "  -n, --iters N         timed iterations per size (default 50)\n"
@@ -36,6 +45,7 @@ static const char kUsage[] =
     "      --no-mpi, --no-staged, --no-nccl   leave one path out\n"
     "      --nccl-nosync     also time NCCL back to back, one sync at the end\n"
     "                        (as nccl-tests does), reported as path nccl-nosync\n"
+    "                        (the nccl-enqueue row of --mode enqueue times the same)\n"
     "  -c, --check 0|1       validate results (default 1)\n"
     "      --host            host buffers, no GPU needed (NCCL off)\n"
     "      --csv FILE        write results as CSV\n"
@@ -159,9 +169,12 @@ bool parse_options(int argc, char **argv, Options *o, bool quiet, int *exit_code
             else if (m == "both") o->places = {false, true};
             else return fail("bad --place (out, in or both): " + m);
         } else if (a == "--mode") {
-            if (!parse_list<Mode>(v, {Mode::Blocking, Mode::Nonblocking, Mode::Persistent}, parse_mode,
-                                  &o->modes))
-                return fail("bad mode list (blocking, nonblocking, persistent): " + std::string(v));
+            if (!parse_list<Mode>(v, {Mode::Blocking, Mode::Nonblocking, Mode::Persistent, Mode::Enqueue,
+                                      Mode::Graph},
+                                  parse_mode, &o->modes))
+                return fail("bad mode list (blocking, nonblocking, persistent, enqueue, graph): " + std::string(v));
+        } else if (a == "--graph-calls") {
+            o->graph_calls = std::atoi(v);
         } else if (a == "-r" || a == "--root") {
             o->root = std::atoi(v);
         } else if (a == "-n" || a == "--iters") {
@@ -198,6 +211,7 @@ bool parse_options(int argc, char **argv, Options *o, bool quiet, int *exit_code
     if (o->iters < 1 || o->warmup < 0) return fail("--iters must be >= 1, --warmup >= 0");
     if (o->time_limit <= 0) return fail("--time-limit must be > 0");
     if (o->root < 0) return fail("--root must be >= 0");
+    if (o->graph_calls < 1 || o->graph_calls > 100) return fail("--graph-calls must be in 1..100");
     auto has_mode = [&](Mode m) { return std::find(o->modes.begin(), o->modes.end(), m) != o->modes.end(); };
     if (has_mode(Mode::Persistent) && !mpi_persistent_supported())
         return fail("--mode persistent: this MPI library has no persistent collectives "

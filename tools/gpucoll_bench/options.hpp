@@ -16,6 +16,7 @@ struct Options {
     std::vector<Op> ops{Op::Sum};
     std::vector<bool> places{false};     // false = out of place, true = in place
     std::vector<Mode> modes{Mode::Blocking};   // of the mpi and staged paths
+    int graph_calls = 10;                // graph mode: calls captured in one graph
     bool overlap = false;                // OSU overlap of the nonblocking calls
     int root = 0;
     int iters = 50;

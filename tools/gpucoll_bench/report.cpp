@@ -27,11 +27,13 @@ Report::Report(const std::string &csv, const std::string &json,
 {
     for (const auto &m : meta) std::printf("# %-18s %s\n", m.first.c_str(), m.second.c_str());
     std::printf("#\n# latency of one call (blocking: MPI_<coll>; nonblocking: MPI_I<coll> + MPI_Wait;\n"
-                "# persistent: MPI_Start + MPI_Wait), mean over the timed iterations of each\n"
+                "# persistent: MPI_Start + MPI_Wait; enqueue: N calls queued back to back on a\n"
+                "# stream, one sync, time / N; graph: R launches of a graph of K captured calls,\n"
+                "# one sync, time / (R*K)), mean over the timed iterations of each\n"
                 "# rank; avg of those means over ranks, then their min and max. algbw = size/avg,\n"
                 "# busbw = algbw * nccl-tests factor. vs_nccl / vs_staged: latency of\n"
-                "# the mpi path divided by that path's, staged in the same mode (below 1:\n"
-                "# mpi is faster).\n");
+                "# the mpi path divided by that path's (staged in the same mode; nccl, or\n"
+                "# nccl-enqueue / nccl-graph for enqueue / graph rows; below 1: mpi is faster).\n");
     if (cols_.overlap)
         std::printf("# overlap(%%): nonblocking rows, as OSU: host compute of t_pure (the row's avg)\n"
                     "# between MPI_I<coll> and MPI_Wait; 100 * (1 - (t_total - t_compute) / t_pure).\n");
@@ -70,7 +72,7 @@ void Report::group(const Case &c)
                 c.coll == Coll::Bcast ? "in-place" : c.inplace ? "in-place" : "out-of-place",
                 c.nranks, host_ ? "host" : "device");
     if (coll_has_root(c.coll)) std::printf(", root %d", c.root);
-    std::printf("\n# %12s %12s  %-11s %-11s %6s %10s %10s %10s %11s %11s %6s %8s %9s", "size(B)",
+    std::printf("\n# %12s %12s  %-12s %-11s %6s %10s %10s %10s %11s %11s %6s %8s %9s", "size(B)",
                 "count", "path", "mode", "iters", "avg(us)", "min(us)", "max(us)", "algbw(GB/s)",
                 "busbw(GB/s)", "valid", "vs_nccl", "vs_staged");
     if (cols_.overlap) std::printf(" %10s", "overlap(%)");
@@ -94,7 +96,7 @@ void Report::add(const Row &r)
 {
     const Case &c = r.c;
     const bool overlap = r.overlap_pct >= 0, bound = r.bound_us > 0;
-    std::printf("  %12zu %12zu  %-11s %-11s %6d %10.2f %10.2f %10.2f %11.3f %11.3f %6s %8s %9s",
+    std::printf("  %12zu %12zu  %-12s %-11s %6d %10.2f %10.2f %10.2f %11.3f %11.3f %6s %8s %9s",
                 c.size_bytes(), c.count(), r.path.c_str(), mode_name(r.mode), r.iters, r.avg_us,
                 r.min_us, r.max_us, r.algbw, r.busbw, r.valid.c_str(), ratio(r.vs_nccl).c_str(),
                 ratio(r.vs_staged).c_str());

@@ -10,9 +10,9 @@
 
 struct Row {
     Case c;
-    std::string path;       // mpi, staged, nccl, nccl-nosync
-    Mode mode = Mode::Blocking;   // nccl paths: always blocking
-    int iters = 0;
+    std::string path;       // mpi, staged, nccl, nccl-nosync, nccl-enqueue, nccl-graph
+    Mode mode = Mode::Blocking;   // nccl, nccl-nosync: blocking; nccl-enqueue/-graph: enqueue/graph
+    int iters = 0;          // calls timed (graph: launches x calls per graph)
     double avg_us = 0, min_us = 0, max_us = 0;   // per-call latency across ranks
     double algbw = 0, busbw = 0;                  // GB/s (1e9 bytes)
     std::string valid;      // ok, FAIL, off (not checked), - (nothing to check)
