@@ -239,7 +239,7 @@ typedef int (*coll_gpu_alltoall_enqueue_fn)(const void *sendbuf, int sendcount, 
 
 #ifndef COLL_GPU_EXT_IMPLEMENTATION
 /* coll/gpu exports these as coll_gpu_impl_<name> (Python's ctypes finds
- * the same symbols: python/coll_gpu_stream.py). */
+ * the same symbols: python/coll_gpu_stream). */
 #define COLL_GPU_EXT_FORWARD(name, params, args)                                       \
     static inline int coll_gpu_##name params                                           \
     {                                                                                  \
