@@ -42,6 +42,11 @@
  *      change nothing; the same reductions while capturing must return an error,
  *      the capture is then ended and discarded and the stream works again.
  *
+ *   f. only with --parts f (and a short coll_gpu_timeout_ms): rank 0
+ *      enqueues a call on a dup that no other rank makes; its kernel gives
+ *      up, the dup's status and later calls fail on every rank, the dup
+ *      frees, MPI_COMM_WORLD's enqueued calls still work.
+ *
  * A process without coll/gpu (every call MPI_ERR_UNSUPPORTED_OPERATION)
  * fails. Each part runs under a watchdog alarm (--timeout, default 120 s): a
  * rank that checks no result for that long says "deadlock" and exits. Prints
@@ -1009,6 +1014,9 @@ static void vector_bcast(const char *part, size_t n)
  * dropped, the stream no longer capturing. */
 static void refused_in_capture(const char *part, int user)
 {
+    /* One rank: the result is the input, a copy on the stream, which a
+     * capture takes (docs/stream.md); nothing to refuse. */
+    if (size == 1) return;
     char what[160];
     snprintf(what, sizeof what, "%s: allreduce_enqueue of %s while capturing", part,
              user ? "MPI_INT with a user op" : "MPI_2INT with MPI_MAXLOC");
@@ -1102,6 +1110,65 @@ static void setup_types(void)
     MPI_Op_create(user_sum_plus_one, 1, &ops[O_USER].op);
 }
 
+/* f (only where asked for, with a short coll_gpu_timeout_ms): on a dup of
+ * MPI_COMM_WORLD, rank 0 enqueues an allreduce that no other rank makes. Its
+ * kernel must give up (the stream synchronises, no hang) and
+ * coll_gpu_stream_status(dup) must then say so; the others' next enqueued
+ * call on the dup must fail likewise (their kernels end at once on the
+ * give-up word), the dup must free, and MPI_COMM_WORLD's enqueued calls
+ * (a team of their own) must still be right. */
+static void part_out_of_order(void)
+{
+    begin_part("f");
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    mpi_ok(coll_gpu_stream_init(dup), "f: coll_gpu_stream_init(dup)");
+    const size_t n = 256;
+    int *d = dev_alloc(n * sizeof(int)), *h = pin_alloc(n * sizeof(int));
+    for (size_t i = 0; i < n; i++) h[i] = rank + 1;
+    cu(cudaMemcpyAsync(d, h, n * sizeof(int), cudaMemcpyHostToDevice, st), "f: copying in");
+    if (rank == 0)
+        mpi_ok(coll_gpu_allreduce_enqueue(MPI_IN_PLACE, d, (int)n, MPI_INT, MPI_SUM, dup, (void *)st),
+               "f: the enqueue only rank 0 makes");
+    cu(cudaStreamSynchronize(st), "f: synchronising after a kernel that must give up");
+    still_moving();
+    MPI_Barrier(MPI_COMM_WORLD); /* rank 0's kernel has given up */
+    if (rank != 0) {
+        /* The next call of the others: it may be refused at once (nothing
+         * raised here yet) or run and end on the give-up word. */
+        (void)coll_gpu_allreduce_enqueue(MPI_IN_PLACE, d, (int)n, MPI_INT, MPI_SUM, dup, (void *)st);
+        cu(cudaStreamSynchronize(st), "f: synchronising after a kernel told to give up");
+    }
+    checks++;
+    if (coll_gpu_stream_status(dup) == MPI_SUCCESS)
+        fail("f: coll_gpu_stream_status(dup) is MPI_SUCCESS after %s", rank == 0 ? "its kernel gave up"
+                                                                                 : "a peer's kernel gave up");
+    checks++;
+    if (coll_gpu_allreduce_enqueue(MPI_IN_PLACE, d, (int)n, MPI_INT, MPI_SUM, dup, (void *)st) == MPI_SUCCESS)
+        fail("f: an enqueued call on the failed dup returned MPI_SUCCESS");
+    cu(cudaStreamSynchronize(st), "f: synchronising");
+    MPI_Comm_free(&dup);
+    still_moving();
+    /* MPI_COMM_WORLD's own enqueued calls are untouched. */
+    for (size_t i = 0; i < n; i++) h[i] = rank + 1;
+    cu(cudaMemcpyAsync(d, h, n * sizeof(int), cudaMemcpyHostToDevice, st), "f: copying in");
+    mpi_ok(coll_gpu_allreduce_enqueue(MPI_IN_PLACE, d, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, (void *)st),
+           "f: an enqueue on MPI_COMM_WORLD after the dup failed");
+    cu(cudaMemcpyAsync(h, d, n * sizeof(int), cudaMemcpyDeviceToHost, st), "f: copying back");
+    if (cu(cudaStreamSynchronize(st), "f: synchronising")) {
+        checks++;
+        for (size_t i = 0; i < n; i++)
+            if (h[i] != size * (size + 1) / 2) {
+                fail("f: MPI_COMM_WORLD allreduce element %zu is %d, expected %d", i, h[i], size * (size + 1) / 2);
+                break;
+            }
+    }
+    cudaFree(d);
+    cudaFreeHost(h);
+    end_part();
+}
+
 int main(int argc, char **argv)
 {
     int one_gpu = 0;
@@ -1163,6 +1230,7 @@ int main(int argc, char **argv)
         }
         if (strchr(parts, 'd')) part_interplay();
         if (strchr(parts, 'e')) part_fallback();
+        if (strchr(parts, 'f')) part_out_of_order(); /* not by default: it wants a short timeout_ms */
         checks++;
         mpi_ok(coll_gpu_stream_status(MPI_COMM_WORLD), "coll_gpu_stream_status(MPI_COMM_WORLD) at the end");
     }
