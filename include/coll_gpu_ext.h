@@ -202,8 +202,9 @@ static inline void coll_gpu_ext_free(coll_gpu_ext_t *ext)
  *   same order (as for any MPI collective), and one communicator's enqueued
  *   calls must be ordered with each other (one stream, or streams the
  *   caller orders). A rank that breaks this makes the kernels give up after
- *   coll_gpu_timeout_ms: never a hang, an error from coll_gpu_stream_status
- *   and every later call on the communicator.
+ *   coll_gpu_timeout_ms: never a hang; once a kernel of a rank has given up
+ *   (or been told to by a peer's), coll_gpu_stream_status and every later
+ *   call on the communicator fail on that rank.
  * - Buffers: device memory of the GPU current at coll_gpu_stream_init, or
  *   managed memory.
  *   Reductions: predefined types (and this header's fp16/bf16) with
