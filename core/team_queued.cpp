@@ -277,16 +277,7 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     *out = nullptr;
     const gpucoll_config_t &cfg = config();
     gpucoll_coll_args_t a = args;
-    switch (a.kind) {
-    case GPUCOLL_COLL_ALLREDUCE:
-    case GPUCOLL_COLL_REDUCE:
-    case GPUCOLL_COLL_BCAST:
-    case GPUCOLL_COLL_ALLGATHER:
-    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
-    case GPUCOLL_COLL_ALLTOALL: break;
-    default: return GPUCOLL_ERR_UNSUPPORTED;
-    }
-    if (a.counts || a.displs || a.rcounts || a.rdispls) return GPUCOLL_ERR_UNSUPPORTED;
+    if (!queueable(a)) return GPUCOLL_ERR_UNSUPPORTED;
     if (t->broken)
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT,
                             "an earlier peer kernel of this communicator gave up; its GPU path is out of step");

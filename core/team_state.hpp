@@ -181,6 +181,22 @@ void note_forced_refused(gpucoll_team *t, gpucoll_coll_kind_t kind, const Plan &
 gpucoll_status_t setup_gpu(gpucoll_team *t, int device);
 void release_gpu(gpucoll_team *t);
 
+// The calls that may run without a host agreement (queued: nonblocking and
+// persistent; stream-ordered): the six kinds with one count per rank,
+// whose kernels wait for every rank (make_plan's `queued`).
+inline bool queueable(const gpucoll_coll_args_t &a)
+{
+    switch (a.kind) {
+    case GPUCOLL_COLL_ALLREDUCE:
+    case GPUCOLL_COLL_REDUCE:
+    case GPUCOLL_COLL_BCAST:
+    case GPUCOLL_COLL_ALLGATHER:
+    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
+    case GPUCOLL_COLL_ALLTOALL: return !a.counts && !a.displs && !a.rcounts && !a.rdispls;
+    default: return false;
+    }
+}
+
 // The first agreed step of a team's GPU side (gpucoll_team_prepare, and
 // stream-ordered teams): every rank says whether it `can` (and has a GPU
 // context: `device` >= 0); if all can, setup_gpu. Collective.

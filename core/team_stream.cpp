@@ -115,16 +115,7 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
     if (st != GPUCOLL_SUCCESS) return st;
     if (t->broken) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "an earlier enqueued collective could not be launched");
     gpucoll_coll_args_t a = args;
-    switch (a.kind) {
-    case GPUCOLL_COLL_ALLREDUCE:
-    case GPUCOLL_COLL_REDUCE:
-    case GPUCOLL_COLL_BCAST:
-    case GPUCOLL_COLL_ALLGATHER:
-    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
-    case GPUCOLL_COLL_ALLTOALL: break;
-    default: return GPUCOLL_ERR_UNSUPPORTED;
-    }
-    if (a.counts || a.displs || a.rcounts || a.rdispls) return GPUCOLL_ERR_UNSUPPORTED;
+    if (!queueable(a)) return GPUCOLL_ERR_UNSUPPORTED;
     const bool rooted = a.kind == GPUCOLL_COLL_BCAST || a.kind == GPUCOLL_COLL_REDUCE;
     if (rooted && (a.root < 0 || a.root >= t->size))
         return gpucoll_fail(GPUCOLL_ERR_INVALID, "root %d of a communicator of %d ranks", a.root, t->size);
