@@ -192,10 +192,54 @@ __device__ inline void copy_elems_multi(T *const *dsts, int ndst, const T *src, 
     }
 }
 
+// The 16-byte vectors i, i + stride, ..., i + (U-1) stride of
+// reduce_elems_multi for as long as they lie below vend, with up to S
+// sources: all U x nsrc loads go out before the first reduction, so that a
+// thread keeps U x nsrc loads in flight (HBM and links need several per
+// thread to run near their bandwidth). Returns where it stopped.
+template <class T, class Op, int S, int U>
+__device__ inline size_t reduce_vectors(T *const *dsts, int ndst, T *const *srcs, int nsrc, size_t i, size_t vend,
+                                        size_t stride)
+{
+    using A = Acc<T>;
+    using AT = typename A::type;
+    constexpr size_t V = 16 / sizeof(T);
+    union Vec {
+        uint4 v;
+        T e[V];
+    };
+    for (; i + (U - 1) * stride < vend; i += U * stride) {
+        Vec in[U][S];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int j = 0; j < S; j++)
+                if (j < nsrc) in[u][j].v = *reinterpret_cast<const uint4 *>(srcs[j] + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            Vec out;
+#pragma unroll
+            for (size_t k = 0; k < V; k++) {
+                AT acc = A::load(in[u][0].e[k]);
+#pragma unroll
+                for (int j = 1; j < S; j++)
+                    if (j < nsrc) acc = Op::apply(acc, A::load(in[u][j].e[k]));
+                out.e[k] = A::store(acc);
+            }
+#pragma unroll
+            for (int d = 0; d < kMaxPeers; d++)
+                if (d < ndst) *reinterpret_cast<uint4 *>(dsts[d] + i + u * stride) = out.v;
+        }
+    }
+    return i;
+}
+
 // dsts[d][i] = op over j of srcs[j][i] for every d < ndst, this block's
-// share of n elements. Accumulates in Acc<T>::type and rounds once. Each
-// element is read from every source before it is written anywhere, so a
-// destination may be one of the sources (in place).
+// share of n elements. Accumulates in Acc<T>::type, in rank order, and
+// rounds once. Each element is read from every source before it is written
+// anywhere, so a destination may be one of the sources (in place). Few
+// sources take several vectors per step (as many loads in flight per
+// thread as with many sources, in the same registers).
 template <class T, class Op>
 __device__ inline void reduce_elems_multi(T *const *dsts, int ndst, T *const *srcs, int nsrc, size_t n,
                                           bool vector_ok, size_t span = 0)
@@ -205,28 +249,16 @@ __device__ inline void reduce_elems_multi(T *const *dsts, int ndst, T *const *sr
     constexpr size_t V = 16 / sizeof(T);
     Range r = block_range(n, V, span);
     size_t vend = vector_ok ? r.begin + (r.end - r.begin) / V * V : r.begin;
-    for (size_t i = r.begin + threadIdx.x * V; i < vend; i += blockDim.x * V) {
-        union U { uint4 v; T e[V]; };
-        U in[kMaxPeers];
-#pragma unroll
-        for (int j = 0; j < kMaxPeers; j++)
-            if (j < nsrc) in[j].v = *reinterpret_cast<const uint4 *>(srcs[j] + i);
-        U out;
-#pragma unroll
-        for (size_t k = 0; k < V; k++) {
-            AT acc = A::load(in[0].e[k]);
-            for (int j = 1; j < nsrc; j++) acc = Op::apply(acc, A::load(in[j].e[k]));
-            out.e[k] = A::store(acc);
-        }
-#pragma unroll
-        for (int d = 0; d < kMaxPeers; d++)
-            if (d < ndst) *reinterpret_cast<uint4 *>(dsts[d] + i) = out.v;
-    }
-    for (size_t i = vend + threadIdx.x; i < r.end; i += blockDim.x) {
-        AT acc = A::load(srcs[0][i]);
-        for (int j = 1; j < nsrc; j++) acc = Op::apply(acc, A::load(srcs[j][i]));
+    const size_t stride = blockDim.x * V;
+    size_t i = r.begin + threadIdx.x * V;
+    if (nsrc <= 2) i = reduce_vectors<T, Op, 2, 4>(dsts, ndst, srcs, nsrc, i, vend, stride);
+    else if (nsrc <= 4) i = reduce_vectors<T, Op, 4, 2>(dsts, ndst, srcs, nsrc, i, vend, stride);
+    reduce_vectors<T, Op, kMaxPeers, 1>(dsts, ndst, srcs, nsrc, i, vend, stride);
+    for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) {
+        AT acc = A::load(srcs[0][j]);
+        for (int k = 1; k < nsrc; k++) acc = Op::apply(acc, A::load(srcs[k][j]));
         T out = A::store(acc);
-        for (int d = 0; d < ndst; d++) dsts[d][i] = out;
+        for (int d = 0; d < ndst; d++) dsts[d][j] = out;
     }
 }
 
