@@ -28,11 +28,14 @@ struct Call {
 constexpr size_t kWritesMinBytes = 16u << 20;
 constexpr int kWritesMinRanks = 3;
 
-// All ranks on one GPU (MPS), from this many on: zero-copy allreduce pulls
-// both halves (H100, 4 ranks: 16 MiB 128 us against 170 by stores through
-// scratch, 64 MiB 456 against 650, 256 MiB 1495 against 1915); on 2 ranks
-// the pushed results cost less (64 MiB 148 against 245). docs/performance.md.
-constexpr int kOneGpuPullMinRanks = 3;
+// All ranks on one GPU (MPS): zero-copy allreduce reads the inputs and
+// pushes the results at every rank count and size, neither pulling both
+// halves nor storing through the owners' scratch (H100, 64 MiB: 4 ranks
+// 224 us against 405 pulling and 628 by stores through scratch; 3 ranks
+// 179, 301, 461; 16 MiB, 4 ranks: 83, 115, 168; docs/performance.md,
+// session 13). Session 10 chose pulling from 3 ranks on, measured against
+// the stores through scratch only.
+constexpr bool on_one_gpu(const Call &c) { return c.nranks > 1 && c.share.ranks == c.nranks; }
 
 // Conditions of the automatic choice (Entry::chosen_when).
 constexpr bool always(const Call &) { return true; }
@@ -44,13 +47,12 @@ constexpr bool not_mapped(const Call &c) { return !c.direct; }
 // 818 vs 1322 us (docs/performance.md).
 constexpr bool style_pushes(const Call &c) { return c.cfg.direct_style != GPUCOLL_DIRECT_PULL; }
 constexpr bool style_pulls(const Call &c) { return !style_pushes(c); }
-constexpr bool allreduce_pushes(const Call &c)
+constexpr bool allreduce_pushes(const Call &c) { return style_pushes(c); }
+constexpr bool allreduce_writes(const Call &c)
 {
-    const bool one_gpu_pull = c.share.ranks == c.nranks && c.nranks >= kOneGpuPullMinRanks &&
-                              c.cfg.direct_style == GPUCOLL_DIRECT_AUTO;
-    return style_pushes(c) && !one_gpu_pull;
+    const bool one_gpu_push = on_one_gpu(c) && c.cfg.direct_style == GPUCOLL_DIRECT_AUTO;
+    return c.nranks >= kWritesMinRanks && c.bytes >= kWritesMinBytes && !one_gpu_push;
 }
-constexpr bool allreduce_writes(const Call &c) { return c.nranks >= kWritesMinRanks && c.bytes >= kWritesMinBytes; }
 // One-shot (latency) up to oneshot_max_bytes, mapped or not: 4 x H200,
 // 512 KiB: 23.9 us against 31.1 for the two-shot (gpucoll_config.h).
 constexpr bool allreduce_oneshot_fits(const Call &c) { return c.bytes <= c.cfg.oneshot_max_bytes; }

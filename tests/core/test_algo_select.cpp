@@ -173,13 +173,15 @@ int main()
         Piece piece = vector_piece(a2a, 1, 3, 4, 0);
         CHECK(piece.src_off == 3 * 1000 * 4 && piece.dst_off == 1 * 1000 * 4 && piece.bytes == 1000 * 4);
     }
-    // All ranks on one GPU: a large zero-copy allreduce pulls from 3 ranks
-    // on; on 2, or where the ranks have GPUs of their own, it stores.
+    // All ranks on one GPU: a large zero-copy allreduce reads the inputs and
+    // pushes the results at any rank count; where the ranks have GPUs of
+    // their own (or only some share one), from 3 ranks it stores through
+    // the owners' scratch.
     {
         Plan z;
         auto big = args(GPUCOLL_COLL_ALLREDUCE, 16u << 20, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
-        CHECK(make_plan(big, 0, 4, cfg, true, &z, GpuShare{132, 4}) && z.algo == PeerAlgo::AllreduceDirect);
-        CHECK(make_plan(big, 0, 3, cfg, true, &z, GpuShare{132, 3}) && z.algo == PeerAlgo::AllreduceDirect);
+        CHECK(make_plan(big, 0, 4, cfg, true, &z, GpuShare{132, 4}) && z.algo == PeerAlgo::AllreducePush);
+        CHECK(make_plan(big, 0, 3, cfg, true, &z, GpuShare{132, 3}) && z.algo == PeerAlgo::AllreducePush);
         CHECK(make_plan(big, 0, 4, cfg, true, &z, GpuShare{132, 1}) && z.algo == PeerAlgo::AllreduceWrites);
         CHECK(make_plan(big, 0, 4, cfg, true, &z, GpuShare{132, 2}) && z.algo == PeerAlgo::AllreduceWrites);
         CHECK(make_plan(big, 0, 2, cfg, true, &z, GpuShare{132, 2}) && z.algo == PeerAlgo::AllreducePush);
