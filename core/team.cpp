@@ -403,11 +403,7 @@ PeerArgs gpucoll::kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_c
     return k;
 }
 
-namespace {
-
-// What the kernel reads as this rank's input (in-place allgather(v): our
-// block of the output).
-const char *input_of(const gpucoll_team *t, const gpucoll_coll_args_t &a)
+const char *gpucoll::input_of(const gpucoll_team *t, const gpucoll_coll_args_t &a)
 {
     const size_t elt = gpucoll_dtype_size(a.dtype);
     char *const rbuf = static_cast<char *>(a.rbuf);
@@ -416,6 +412,8 @@ const char *input_of(const gpucoll_team *t, const gpucoll_coll_args_t &a)
            : a.kind == GPUCOLL_COLL_ALLGATHERV ? rbuf + a.displs[t->rank] * elt
                                                : rbuf;
 }
+
+namespace {
 
 // This rank's verdict on `a`, before any agreement and with no side
 // effect: device buffers on the team's GPU (*device: theirs), the team's

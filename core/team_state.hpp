@@ -172,6 +172,9 @@ inline char *ll_area(const gpucoll_team *t) { return t->scratch[t->rank] + kData
 // flag, which it takes: every rank builds the same sequence of calls, so the
 // counters stay equal on every rank. In core/team.cpp.
 PeerArgs kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_coll_args_t &a, const char *src, char *dst);
+// What the kernel reads as this rank's input (in-place allgather(v): our
+// block of the output; bcast: rbuf). In core/team.cpp.
+const char *input_of(const gpucoll_team *t, const gpucoll_coll_args_t &a);
 // Verbose 10: says, once per team and kind, that the forced algorithm of
 // `kind` could not serve a call and which one did (plan.forced_refused).
 void note_forced_refused(gpucoll_team *t, gpucoll_coll_kind_t kind, const Plan &plan);

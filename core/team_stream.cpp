@@ -133,9 +133,7 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
     // failures are errors (the peers' kernels give up on it).
     char *rbuf = static_cast<char *>(a.rbuf);
     const bool rbuf_used = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
-    const char *src = a.sbuf                            ? static_cast<const char *>(a.sbuf)
-                      : a.kind == GPUCOLL_COLL_ALLGATHER ? rbuf + (size_t)t->rank * a.count * elt
-                                                         : rbuf;
+    const char *src = input_of(t, a);
     if ((a.sbuf && !addressable(t, a.sbuf)) || (rbuf_used && !addressable(t, rbuf)))
         return gpucoll_fail(GPUCOLL_ERR_INVALID,
                             "an enqueued collective's buffers must be device memory of this rank's GPU (%d) or "

@@ -73,7 +73,7 @@ typedef struct mca_coll_gpu_module_t {
                                NULL if none; never together with `team` (coll_gpu_hier.c) */
     bool hier_pending;      /* spans nodes: the hierarchical path is built at the first collective */
     gpucoll_team_t *stream_team; /* stream-ordered collectives' own team (coll_gpu_stream.c), NULL if none */
-    int stream_state;       /* 0: not built yet, 1: ready, -1: unavailable (alike on every rank) */
+    bool stream_tried;      /* stream_team was built (or found impossible): alike on every rank */
 } mca_coll_gpu_module_t;
 OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
 

@@ -42,7 +42,7 @@ static void gpu_module_construct(mca_coll_gpu_module_t *m)
     m->hier = NULL;
     m->hier_pending = false;
     m->stream_team = NULL;
-    m->stream_state = 0;
+    m->stream_tried = false;
 }
 
 static void gpu_module_destruct(mca_coll_gpu_module_t *m)
@@ -190,8 +190,8 @@ bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m)
 
 bool coll_gpu_stream_team_ensure(mca_coll_gpu_module_t *m)
 {
-    if (m->stream_state != 0) return m->stream_state > 0;
-    m->stream_state = -1;
+    if (m->stream_tried) return m->stream_team != NULL;
+    m->stream_tried = true;
     /* Node-local communicators only, as for the ordinary team: alike. */
     if (m->force_staged || !(m->team_pending || m->team)) return false;
     gpucoll_oob_t oob = {ompi_comm_rank(m->comm), ompi_comm_size(m->comm), team_allgather, m,
@@ -206,7 +206,6 @@ bool coll_gpu_stream_team_ensure(mca_coll_gpu_module_t *m)
         return false;
     }
     COLL_GPU_VERBOSE(10, "%s: stream-ordered collectives ready (%d ranks)", m->comm->c_name, ompi_comm_size(m->comm));
-    m->stream_state = 1;
     return true;
 }
 

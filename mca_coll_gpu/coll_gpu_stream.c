@@ -97,11 +97,8 @@ static int run_ordinary(const coll_gpu_call_t *c, MPI_Comm comm, int count, void
  * stream. False where the layout is not one run of bytes. */
 static bool self_copy(const coll_gpu_call_t *c, int *rc, void *stream)
 {
-    if (c->kind == GPUCOLL_COLL_BCAST || c->sbuf == MPI_IN_PLACE ||
-        (c->kind == GPUCOLL_COLL_REDUCE && c->root != 0)) {
-        *rc = MPI_SUCCESS;
-        return c->kind != GPUCOLL_COLL_REDUCE || c->root == 0;
-    }
+    *rc = MPI_SUCCESS;
+    if (c->kind == GPUCOLL_COLL_BCAST || c->sbuf == MPI_IN_PLACE) return true; /* nothing moves */
     const void *src, *dst;
     if (!byte_run(c->sbuf, c->scount, c->sdtype, &src) || !byte_run(c->rbuf, c->rcount, c->rdtype, &dst))
         return false;
@@ -123,12 +120,12 @@ static int enqueue(const coll_gpu_call_t *c, int count, MPI_Comm comm, void *str
     const size_t bytes = (size_t)count * c->rdtype->super.size;
     if (bytes == 0) return MPI_SUCCESS; /* alike on every rank (MPI's type signature rule) */
     mca_coll_gpu_module_t *m = module_of(comm);
-    const int capturing = gpucoll_stream_capturing(stream);
     int rc;
     if (size == 1 && self_copy(c, &rc, stream)) return rc;
-    /* Built outside a capture only: the set-up allocates and synchronises. */
+    /* Built outside a capture only: the set-up allocates and synchronises.
+     * Once built, the core alone asks about the capture (once per call). */
     bool gpu = m != NULL && !m->force_staged &&
-               (m->stream_state > 0 || (m->stream_state == 0 && capturing == 0 && stream_team(m)));
+               (m->stream_tried ? m->stream_team != NULL : gpucoll_stream_capturing(stream) == 0 && stream_team(m));
     if (gpu) {
         gpucoll_coll_args_t a = {.kind = c->kind, .root = c->root, .local_ok = 1};
         ptrdiff_t first;
@@ -166,14 +163,14 @@ static int enqueue(const coll_gpu_call_t *c, int count, MPI_Comm comm, void *str
         }
     }
     /* Alike on every rank: no stream team, or no kernel for the type and op. */
-    if (capturing != 0) {
+    if (gpucoll_stream_capturing(stream) != 0) {
         opal_output(0, "coll:gpu: rank %d: %s: this enqueued collective cannot run on the GPU (%s) and the stream is "
                     "being captured, so it cannot synchronise and run as an ordinary collective either",
                     rank, comm->c_name,
                     m == NULL ? "coll/gpu does not serve the communicator"
-                    : m->stream_state == 0 ? "coll_gpu_stream_init was not called before the capture"
-                    : m->stream_state < 0 ? "the communicator has no GPU path"
-                                          : "no kernel for its type and op");
+                    : !m->stream_tried  ? "coll_gpu_stream_init was not called before the capture"
+                    : !m->stream_team   ? "the communicator has no GPU path"
+                                        : "no kernel for its type and op");
         return MPI_ERR_UNSUPPORTED_OPERATION;
     }
     return run_ordinary(c, comm, count, stream);
