@@ -74,6 +74,17 @@ typedef hipFuncAttributes gpuFuncAttributes;
 #define gpuIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
 #define gpuLaunchKernel hipLaunchKernel
 #define gpuFuncGetAttributes hipFuncGetAttributes
+typedef hipGraph_t gpuGraph_t;
+typedef hipGraphExec_t gpuGraphExec_t;
+typedef hipGraphNode_t gpuGraphNode_t;
+typedef hipKernelNodeParams gpuKernelNodeParams;
+#define gpuGraphCreate hipGraphCreate
+#define gpuGraphAddKernelNode hipGraphAddKernelNode
+#define gpuGraphInstantiateWithFlags hipGraphInstantiateWithFlags
+#define gpuGraphExecKernelNodeSetParams hipGraphExecKernelNodeSetParams
+#define gpuGraphLaunch hipGraphLaunch
+#define gpuGraphExecDestroy hipGraphExecDestroy
+#define gpuGraphDestroy hipGraphDestroy
 /* Raises the current device's per-thread stack to at least `bytes`, so that
  * no launch has to grow it (CUDA waits for the running kernels to do so).
  * HIP (5.2) has no stack limit to raise. */
@@ -154,6 +165,17 @@ typedef cudaFuncAttributes gpuFuncAttributes;
 #define gpuIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 #define gpuLaunchKernel cudaLaunchKernel
 #define gpuFuncGetAttributes cudaFuncGetAttributes
+typedef cudaGraph_t gpuGraph_t;
+typedef cudaGraphExec_t gpuGraphExec_t;
+typedef cudaGraphNode_t gpuGraphNode_t;
+typedef cudaKernelNodeParams gpuKernelNodeParams;
+#define gpuGraphCreate cudaGraphCreate
+#define gpuGraphAddKernelNode cudaGraphAddKernelNode
+#define gpuGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define gpuGraphExecKernelNodeSetParams cudaGraphExecKernelNodeSetParams
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphExecDestroy cudaGraphExecDestroy
+#define gpuGraphDestroy cudaGraphDestroy
 /* Raises the current device's per-thread stack to at least `bytes`, so that
  * no launch has to grow it (CUDA waits for the running kernels to do so). */
 static inline gpuError_t gpu_port_reserve_stack(size_t bytes)

@@ -58,6 +58,8 @@ typedef struct gpucoll_config {
                                         so that one kernel serves them all */
     int queued_order;                /* gpucoll_queued_order_t: what nonblocking and persistent calls
                                         start after on the GPU (core/team_queued.cpp) */
+    int kernel_launch;               /* gpucoll_kernel_launch_t: how the peer kernels of blocking,
+                                        nonblocking and persistent calls are launched */
     size_t ll_max_bytes;             /* allreduce, reduce, reduce_scatter_block, allgather, alltoall, bcast of up to this
                                         many bytes per rank (a block for the blocked ones) run the
                                         flag-in-data kernels (kernels/ll_lines.cuh); 0: never. At most
@@ -101,6 +103,13 @@ typedef enum gpucoll_queued_order {
     GPUCOLL_QUEUED_UNORDERED = 1             /* nothing: the caller has its buffers ready (synchronised the
                                                 streams that wrote them), as NCCL's users do for theirs */
 } gpucoll_queued_order_t;
+
+/* How a team launches its peer kernels on its own streams (kernels/peer_args.h, KernelGraph). */
+typedef enum gpucoll_kernel_launch {
+    GPUCOLL_LAUNCH_GRAPH = 0, /* through a one-node graph per stream, its node set per call: the kernel
+                                 starts ~1 us sooner than after cudaLaunchKernel (docs/performance.md) */
+    GPUCOLL_LAUNCH_PLAIN = 1  /* cudaLaunchKernel */
+} gpucoll_kernel_launch_t;
 
 /* Device-buffer collectives on communicators that span nodes (real or virtual). */
 typedef enum gpucoll_inter_path {

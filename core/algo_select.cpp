@@ -53,6 +53,10 @@ constexpr bool allreduce_writes(const Call &c)
     const bool one_gpu_push = on_one_gpu(c) && c.cfg.direct_style == GPUCOLL_DIRECT_AUTO;
     return c.nranks >= kWritesMinRanks && c.bytes >= kWritesMinBytes && !one_gpu_push;
 }
+// All ranks on one GPU: bcast with a slice for the root too (H100 under
+// MPS, 64 MiB: see docs/performance.md, session 14); bcast_push leaves the
+// root's SMs idle.
+constexpr bool bcast_spreads(const Call &c) { return on_one_gpu(c) && c.cfg.direct_style == GPUCOLL_DIRECT_AUTO; }
 // One-shot (latency) up to oneshot_max_bytes, mapped or not: 4 x H200,
 // 512 KiB: 23.9 us against 31.1 for the two-shot (gpucoll_config.h).
 constexpr bool allreduce_oneshot_fits(const Call &c) { return c.bytes <= c.cfg.oneshot_max_bytes; }
@@ -107,6 +111,8 @@ constexpr Entry kTable[] = {
      false, style_pulls},
     {"allgather_ll", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, Protocol::LL, false, 0, true, false, always},
     {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true, false, not_mapped},
+    {"bcast_spread", GPUCOLL_COLL_BCAST, PeerAlgo::BcastSpread, Protocol::ZeroCopyPush, false, 0, false, false,
+     bcast_spreads},
     {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false, false,
      style_pushes},
     {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false, false,

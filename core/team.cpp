@@ -575,7 +575,10 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         }
         KernelInFlight in_flight;
         int threads = 0;
-        if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream, &threads))
+        k.done_word = t->kernels_done;
+        k.done_value = t->kernels_launched + 1;
+        if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream, &threads,
+                                graph_for(t->stream_graph)))
             return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
                                 gpucoll_op_name(a.op));
         if (threads < cfg.threads_per_block && !t->told_threads && cfg.verbose >= 10) {
@@ -586,8 +589,11 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         }
         e = gpuGetLastError();
         t_launched = Clock::now();
-        if (e == gpuSuccess) e = gpuStreamSynchronize(t->stream);
         if (e != gpuSuccess) return gpu_error("peer-to-peer kernel", e);
+        // Its end from the word it writes rather than a stream
+        // synchronisation: 1.2-1.7 us sooner on an H100 (gpucoll-floor:
+        // launch+flag against launch+sync).
+        if ((st = wait_kernel_done(t, ++t->kernels_launched, t->stream)) != GPUCOLL_SUCCESS) return st;
     }
     if (timed) {
         auto &tm = t->timing;

@@ -54,10 +54,10 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
         return gpu_error("allocating error flag", e);
     *t->error = 0;
-    if ((e = gpuHostAlloc((void **)&t->queued_done, sizeof(uint64_t), gpuHostAllocMapped | gpuHostAllocPortable)) !=
+    if ((e = gpuHostAlloc((void **)&t->kernels_done, sizeof(uint64_t), gpuHostAllocMapped | gpuHostAllocPortable)) !=
         gpuSuccess)
         return gpu_error("allocating the completion word of queued calls", e);
-    *t->queued_done = 0;
+    *t->kernels_done = 0;
     // Without it every call launches its own kernel, which is as correct.
     if (config().resident_us > 0) {
         if (t->resident.init() != GPUCOLL_SUCCESS && config().verbose >= 10)
@@ -166,6 +166,22 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
     return GPUCOLL_SUCCESS;
 }
 
+gpucoll_status_t wait_kernel_done(gpucoll_team *t, uint64_t n, gpuStream_t stream)
+{
+    for (unsigned spin = 0;; spin++) {
+        if (__atomic_load_n(t->kernels_done, __ATOMIC_ACQUIRE) >= n) return GPUCOLL_SUCCESS;
+        if ((spin & 1023) != 1023) continue;
+        gpuError_t e = gpuStreamQuery(stream);
+        if (e == gpuErrorNotReady) {
+            sched_yield(); // ranks and threads may share cores
+            continue;
+        }
+        if (__atomic_load_n(t->kernels_done, __ATOMIC_ACQUIRE) >= n) return GPUCOLL_SUCCESS;
+        return e != gpuSuccess ? gpu_error("peer-to-peer kernel", e)
+                               : gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a peer kernel ended without reporting");
+    }
+}
+
 void release_gpu(gpucoll_team *t)
 {
     if (t->device < 0) return;
@@ -178,10 +194,14 @@ void release_gpu(gpucoll_team *t)
         else gpuIpcCloseMemHandle(t->scratch[r]);
     }
     t->ipc = nullptr; // the process's cache outlives teams
-    if (t->stream) gpuStreamDestroy(t->stream);
+    if (t->stream) {
+        gpuStreamSynchronize(t->stream); // a kernel may still end after reporting; its graph must outlive it
+        destroy_kernel_graph(&t->stream_graph);
+        gpuStreamDestroy(t->stream);
+    }
     if (t->after_default) gpuEventDestroy(t->after_default);
     if (t->error) gpuFreeHost(t->error);
-    if (t->queued_done) gpuFreeHost(t->queued_done);
+    if (t->kernels_done) gpuFreeHost(t->kernels_done);
 }
 
 } // namespace gpucoll

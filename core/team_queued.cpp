@@ -130,7 +130,7 @@ struct gpucoll_plan {
     Stand sbuf, rbuf;
     const char *src = nullptr; // what the kernel reads and writes (stand-ins where there are)
     char *dst = nullptr;
-    uint64_t done_value = 0; // *team->queued_done reaches it when the latest launch is over
+    uint64_t done_value = 0; // *team->kernels_done reaches it when the latest launch is over
     unsigned polls = 0;      // tests of the latest launch (launch_over)
     bool running = false, launched = false;
     gpucoll_status_t status = GPUCOLL_SUCCESS; // of the latest launch that ended
@@ -385,14 +385,15 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
         if (plan->algo == PeerAlgo::ReduceScatterDirect || plan->algo == PeerAlgo::VectorPush)
             place_pieces(t, p->a, gpucoll_dtype_size(p->a.dtype), &k);
     }
-    k.done_word = t->queued_done;
-    k.done_value = p->done_value = t->queued_launches + 1;
+    k.done_word = t->kernels_done;
+    k.done_value = p->done_value = t->kernels_launched + 1;
     gpuError_t e;
     if (cfg.queued_order == GPUCOLL_QUEUED_AFTER_DEFAULT_STREAM &&
         ((e = gpuEventRecord(t->queued_after_default, nullptr)) != gpuSuccess ||
          (e = gpuStreamWaitEvent(t->queued_stream, t->queued_after_default, 0)) != gpuSuccess))
         return gpu_error("ordering after the default stream", e);
-    if (!launch_peer_kernel(k, p->a.dtype, p->a.op, blocks, cfg.threads_per_block, t->queued_stream))
+    if (!launch_peer_kernel(k, p->a.dtype, p->a.op, blocks, cfg.threads_per_block, t->queued_stream, nullptr,
+                            graph_for(t->queued_graph)))
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(p->a.dtype),
                             gpucoll_op_name(p->a.op));
     if ((e = gpuGetLastError()) != gpuSuccess) {
@@ -402,7 +403,7 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     kernels_queued(+1);
     p->running = p->launched = true;
     p->ran = plan->algo;
-    t->queued_launches++;
+    t->kernels_launched++;
     t->queued_undrained++;
     return GPUCOLL_SUCCESS;
 }
@@ -420,7 +421,7 @@ gpucoll_status_t queued_kernel_result(gpucoll_team *t)
 
 bool reported_done(const gpucoll_plan *p)
 {
-    return __atomic_load_n(p->team->queued_done, __ATOMIC_ACQUIRE) >= p->done_value;
+    return __atomic_load_n(p->team->kernels_done, __ATOMIC_ACQUIRE) >= p->done_value;
 }
 
 // Whether the latest launch is over: from the word its kernel writes last
@@ -467,7 +468,7 @@ bool gpucoll::drain_queued(gpucoll_team *t)
     if (!t->queued_undrained || !t->queued_stream) return true;
     DeviceGuard g(t->device);
     bool ok = wait_until(t->progress, [&] {
-        return __atomic_load_n(t->queued_done, __ATOMIC_ACQUIRE) >= t->queued_launches ||
+        return __atomic_load_n(t->kernels_done, __ATOMIC_ACQUIRE) >= t->kernels_launched ||
                gpuStreamQuery(t->queued_stream) != gpuErrorNotReady;
     });
     if (ok) t->queued_undrained = 0;
@@ -478,6 +479,7 @@ void gpucoll::release_queued(gpucoll_team *t)
 {
     if (t->queued_stream) {
         gpuStreamSynchronize(t->queued_stream); // its kernels give up within timeout_ms
+        destroy_kernel_graph(&t->queued_graph);
         gpuStreamDestroy(t->queued_stream);
         t->queued_stream = nullptr;
     }

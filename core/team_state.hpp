@@ -115,6 +115,7 @@ struct gpucoll_team {
     char *scratch[gpucoll::kMaxPeers] = {};
     size_t half_bytes = 0;
     gpuStream_t stream = nullptr;
+    gpucoll::KernelGraph stream_graph; // launches on `stream` (graph_for)
     gpuEvent_t after_default = nullptr; // thread_multiple: orders `stream` after the legacy default stream
     int *error = nullptr; // host-mapped flag the kernels raise on timeout
     gpucoll::IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
@@ -128,11 +129,15 @@ struct gpucoll_team {
     // work queued there after the call runs beside the collective) and is
     // ordered after it at each launch through `queued_after_default`.
     gpuStream_t queued_stream = nullptr;
+    gpucoll::KernelGraph queued_graph; // launches on `queued_stream` (graph_for)
     gpuEvent_t queued_after_default = nullptr;
-    uint64_t queued_launches = 0;  // launched so far
-    // Page-locked, written by the queued kernels: the number of the latest
-    // launch that is over (PeerArgs::done_word), in launch order.
-    uint64_t *queued_done = nullptr;
+    // The kernels of blocking and queued calls, which never run at once (a
+    // blocking call drains the queue first): how many were launched, and,
+    // in page-locked memory written by the kernels, the number of the latest
+    // one that is over (PeerArgs::done_word), in launch order. The host
+    // learns of a kernel's end there, without a driver call.
+    uint64_t kernels_launched = 0;
+    uint64_t *kernels_done = nullptr;
     // Stream-ordered calls (core/team_stream.cpp): a team used only for
     // them has this rank's counters in device memory (kernels/stream_calls.h).
     gpucoll::StreamCalls *stream_calls = nullptr;
@@ -163,6 +168,20 @@ struct gpucoll_team {
 };
 
 namespace gpucoll {
+
+// What launch_peer_kernel launches through on a team stream: its graph,
+// unless the configuration asks for plain launches.
+inline KernelGraph *graph_for(KernelGraph &g)
+{
+    return config().kernel_launch == GPUCOLL_LAUNCH_GRAPH ? &g : nullptr;
+}
+
+// Waits until the team's kernel number `n` (kernels_launched when it was
+// launched on `stream`) has reported its end in kernels_done. A kernel that
+// faulted reports nothing, so the stream is asked now and then. No deadline
+// of its own: the kernel bounds its waits on peers (timeout_ms) and reports
+// after giving up. In core/team_gpu.cpp.
+gpucoll_status_t wait_kernel_done(gpucoll_team *t, uint64_t n, gpuStream_t stream);
 
 // The LL area of this rank's scratch, after the two halves (kernels/ll_lines.cuh).
 inline char *ll_area(const gpucoll_team *t) { return t->scratch[t->rank] + kDataOffset + 2 * t->half_bytes; }

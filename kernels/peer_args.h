@@ -52,6 +52,7 @@ enum class PeerAlgo : int {
                           // reduce the previous piece of own slice into every rank's output; barrier
     AllgatherPush,        // barrier, write own input into every peer's output; barrier
     BcastPush,            // barrier, read own slice from the root into every receiver's buffer; barrier
+    BcastSpread,          // all ranks on one GPU: BcastPush with a slice for the root too
     VectorPush,           // Allgatherv, Alltoallv: barrier, write each peer's piece into its output; barrier
     // Flag-in-data lines through the LL area of scratch (kernels/ll_lines.cuh): every rank stores what a
     // peer needs into that peer's area, 8 bytes of data and a flag per 16-byte line; readers spin on
@@ -151,7 +152,7 @@ constexpr bool is_direct(PeerAlgo a)
     return a == PeerAlgo::AllreduceDirect || a == PeerAlgo::ReduceScatterDirect ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllreducePush ||
            a == PeerAlgo::AllreduceWrites || a == PeerAlgo::AllgatherPush || a == PeerAlgo::BcastPush ||
-           a == PeerAlgo::VectorPush;
+           a == PeerAlgo::BcastSpread || a == PeerAlgo::VectorPush;
 }
 
 // Whether the kernel moves bytes (no datatype, no op) rather than reducing.
@@ -159,8 +160,8 @@ constexpr bool moves_bytes(PeerAlgo a)
 {
     return a == PeerAlgo::Allgather || a == PeerAlgo::Bcast || a == PeerAlgo::Alltoall ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllgatherPush ||
-           a == PeerAlgo::BcastPush || a == PeerAlgo::AllgatherLL || a == PeerAlgo::BcastLL ||
-           a == PeerAlgo::AlltoallLL || a == PeerAlgo::VectorPush;
+           a == PeerAlgo::BcastPush || a == PeerAlgo::BcastSpread || a == PeerAlgo::AllgatherLL ||
+           a == PeerAlgo::BcastLL || a == PeerAlgo::AlltoallLL || a == PeerAlgo::VectorPush;
 }
 
 constexpr bool is_ll(PeerAlgo a)
@@ -183,13 +184,29 @@ constexpr bool is_ll(PeerAlgo a)
 // be loaded.
 bool load_peer_kernels(size_t *stack_bytes, int *max_regs);
 
+// A graph of one kernel node through which launch_peer_kernel launches on
+// one stream: each launch sets the node's kernel, grid and arguments and
+// launches the graph. The kernel starts about 1 us sooner than after
+// cudaLaunchKernel (H100, with and without MPS: gpucoll-floor's graph rows).
+// One per stream, never shared between streams: the launches of one graph
+// run one after another, whatever streams they are queued on. Its owner
+// destroys it (destroy_kernel_graph) once the stream is idle.
+struct KernelGraph {
+    void *graph = nullptr, *exec = nullptr, *node = nullptr;
+    bool off = false; // the graph could not be made: plain launches from now on
+};
+void destroy_kernel_graph(KernelGraph *g);
+
 // Launches the kernel for `a` on `stream` with up to `threads` per block:
 // fewer where the kernel cannot take that many, and half as many again
 // while the launch is refused for lack of resources (no block of a refused
-// launch ran; the kernels take any multiple of 32). *threads_used (if not
-// null) says what the launch got. Returns false for a pair the kernels do
-// not implement. gpuStream_t is passed as void* to keep GPU headers out.
+// launch ran; the kernels take any multiple of 32; later launches of the
+// kernel start from what was accepted). *threads_used (if not null) says
+// what the launch got. Through `graph` where given, else cudaLaunchKernel;
+// the same stream order either way. Returns false for a pair the kernels do
+// not implement; a launch that failed leaves its error for
+// gpuGetLastError(). gpuStream_t is passed as void* to keep GPU headers out.
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
-                        void *stream, int *threads_used = nullptr);
+                        void *stream, int *threads_used = nullptr, KernelGraph *graph = nullptr);
 
 } // namespace gpucoll

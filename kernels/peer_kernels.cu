@@ -23,6 +23,7 @@ __device__ void run_move(const PeerArgs &a)
     case PeerAlgo::BcastDirect: bcast_direct(a); break;
     case PeerAlgo::AllgatherPush: allgather_push(a); break;
     case PeerAlgo::BcastPush: bcast_push(a); break;
+    case PeerAlgo::BcastSpread: bcast_spread(a); break;
     case PeerAlgo::VectorPush: vector_push(a); break;
     default: run_scratch_move(a); break;
     }
@@ -55,8 +56,10 @@ KernelPair reduce_kernel_for(gpucoll_dtype_t dtype, gpucoll_op_t op)
 namespace {
 
 // Most threads per block of each kernel, as the GPU reports it at load (the
-// fewest over the devices loaded; 0: not loaded yet). Written before
-// load_kernels_once publishes the device as loaded, read after.
+// fewest over the devices loaded; 0: not loaded yet), lowered where a launch
+// was refused for resources (MPS refuses some that the attributes allow).
+// Written at load before load_kernels_once publishes the device as loaded,
+// and atomically by launch_peer_kernel.
 int g_reduce_threads[GPUCOLL_DTYPE_COUNT][GPUCOLL_OP_COUNT][2];
 int g_move_threads[2];
 
@@ -91,8 +94,49 @@ bool load_peer_kernels(size_t *stack_bytes, int *max_regs)
     return ok;
 }
 
+namespace {
+
+// One launch through g (made at its first use).
+gpuError_t launch_through(KernelGraph *g, KernelFn k, const PeerArgs &a, int blocks, int threads, gpuStream_t stream)
+{
+    void *args[] = {const_cast<PeerArgs *>(&a)};
+    gpuKernelNodeParams p = {};
+    p.func = (void *)k;
+    p.gridDim = dim3(blocks);
+    p.blockDim = dim3(threads);
+    p.kernelParams = args;
+    gpuError_t e;
+    if (!g->exec) {
+        gpuGraph_t graph = nullptr;
+        gpuGraphNode_t node = nullptr;
+        gpuGraphExec_t exec = nullptr;
+        if ((e = gpuGraphCreate(&graph, 0)) != gpuSuccess) return e;
+        if ((e = gpuGraphAddKernelNode(&node, graph, nullptr, 0, &p)) != gpuSuccess ||
+            (e = gpuGraphInstantiateWithFlags(&exec, graph, 0)) != gpuSuccess) {
+            gpuGraphDestroy(graph);
+            return e;
+        }
+        g->graph = graph;
+        g->node = node;
+        g->exec = exec;
+    } else if ((e = gpuGraphExecKernelNodeSetParams((gpuGraphExec_t)g->exec, (gpuGraphNode_t)g->node, &p)) !=
+               gpuSuccess) {
+        return e;
+    }
+    return gpuGraphLaunch((gpuGraphExec_t)g->exec, stream);
+}
+
+} // namespace
+
+void destroy_kernel_graph(KernelGraph *g)
+{
+    if (g->exec) gpuGraphExecDestroy((gpuGraphExec_t)g->exec);
+    if (g->graph) gpuGraphDestroy((gpuGraph_t)g->graph);
+    *g = KernelGraph{};
+}
+
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
-                        void *stream, int *threads_used)
+                        void *stream, int *threads_used, KernelGraph *graph)
 {
     // Stream-ordered calls read their call from shared memory as resident
     // ones do (kernels/resident.cuh): the epoch is set there at the start.
@@ -100,13 +144,30 @@ bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t o
     KernelPair pair = moves ? KernelPair{peer_move_kernel, resident_move_kernel} : reduce_kernel_for(dtype, op);
     KernelFn k = resident ? pair.resident : pair.launch;
     if (!k) return false;
-    const int *cap = threads_slot(dtype, op, moves, resident);
-    if (cap && *cap >= 32 && threads > *cap) threads = *cap / 32 * 32;
+    int *cap = threads_slot(dtype, op, moves, resident);
+    const int known = cap ? __atomic_load_n(cap, __ATOMIC_RELAXED) : 0;
+    if (known >= 32 && threads > known) threads = known / 32 * 32;
+    const gpuStream_t s = (gpuStream_t)stream;
     for (;;) {
-        k<<<blocks, threads, 0, (gpuStream_t)stream>>>(a);
-        if (threads <= 32 || gpuPeekAtLastError() != gpuErrorLaunchOutOfResources) break;
+        gpuError_t e = gpuErrorLaunchOutOfResources;
+        if (graph && !graph->off) {
+            e = launch_through(graph, k, a, blocks, threads, s);
+            if (e != gpuSuccess && e != gpuErrorLaunchOutOfResources) {
+                (void)gpuGetLastError(); // the plain launch below says what is wrong, if anything is
+                destroy_kernel_graph(graph);
+                graph->off = true;
+            }
+        }
+        if (!graph || graph->off) {
+            k<<<blocks, threads, 0, s>>>(a);
+            e = gpuPeekAtLastError();
+        }
+        if (threads <= 32 || e != gpuErrorLaunchOutOfResources) break;
         (void)gpuGetLastError(); // not sticky: the context is fine
         threads = threads / 2 / 32 * 32;
+        // Refused for the kernel's resources, not the call's: the next
+        // launches of this kernel start here instead of being refused first.
+        if (cap) __atomic_store_n(cap, threads, __ATOMIC_RELAXED);
     }
     if (threads_used) *threads_used = threads;
     return true;

@@ -19,6 +19,7 @@
 #include "bcast_direct.cuh"
 #include "bcast_ll.cuh"
 #include "bcast_push.cuh"
+#include "bcast_spread.cuh"
 #include "local_reduce.cuh"
 #include "peer_args.h"
 #include "reduce.cuh"

@@ -1,8 +1,9 @@
 // A launch of a peer kernel must not wait for kernels already running: with
 // several threads, the running kernel may wait for a peer rank that waits
 // for this launch (kernels/peer_args.h, load_peer_kernels). The test runs a
-// kernel that spins until the host releases it, then launches a peer
-// kernel on another stream, then releases the spinner. If the launch had
+// kernel that spins until the host releases it, then launches peer
+// kernels on another stream, plainly and through a KernelGraph (made and
+// updated while the spinner runs), then releases the spinner. If the launch had
 // waited for the spinner, the spinner would have given up on its own.
 //
 //   launch_while_running [--bare]
@@ -75,14 +76,24 @@ int main(int argc, char **argv)
     k.dst = reinterpret_cast<char *>(buf);
     k.count = 1024;
     k.vector_ok = 1;
+    // Plain launches, then the same through a graph (kernel_launch=graph):
+    // made at the first, its node switched between kernels at the others.
     int launched = 0;
-    for (int d = 0; d < GPUCOLL_DTYPE_COUNT; d++)
-        for (int o = 0; o < GPUCOLL_OP_COUNT; o++)
-            if (gpucoll_op_valid((gpucoll_op_t)o, (gpucoll_dtype_t)d))
-                launched += gpucoll::launch_peer_kernel(k, (gpucoll_dtype_t)d, (gpucoll_op_t)o, 1, 256, launch_stream);
+    gpucoll::KernelGraph graph;
+    for (gpucoll::KernelGraph *g : {(gpucoll::KernelGraph *)nullptr, &graph})
+        for (int d = 0; d < GPUCOLL_DTYPE_COUNT; d++)
+            for (int o = 0; o < GPUCOLL_OP_COUNT; o++)
+                if (gpucoll_op_valid((gpucoll_op_t)o, (gpucoll_dtype_t)d))
+                    launched += gpucoll::launch_peer_kernel(k, (gpucoll_dtype_t)d, (gpucoll_op_t)o, 1, 256,
+                                                            launch_stream, nullptr, g);
     CHECK_GPU(gpuGetLastError());
+    if (graph.off) {
+        fprintf(stderr, "launch_while_running: the graph launches fell back to plain launches\n");
+        return 1;
+    }
     __atomic_store_n(&flags[0], 1, __ATOMIC_RELEASE);
     CHECK_GPU(gpuDeviceSynchronize());
+    gpucoll::destroy_kernel_graph(&graph);
     bool waited = flags[1] != 0;
     printf("launch_while_running%s: %d kernels launched while another ran; %s\n", bare ? " (bare)" : "", launched,
            waited ? "a launch waited for the running kernel" : "no launch waited");

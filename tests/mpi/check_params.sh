@@ -6,7 +6,7 @@ echo "$out"
 for p in priority verbose enable select_without_gpu path allreduce_algorithm oneshot_max_bytes scratch_bytes \
          staging_cache_bytes staging_pinned_max_bytes max_peers max_blocks threads_per_block timeout_ms direct_min_bytes ipc_cache_entries \
          block_bytes shared_gpu hier_min_bytes direct_style resident_us resident_max_bytes resident_blocks ll_max_bytes \
-         virtual_node_size inter_path ucx_device_path ucx_chunk_bytes ucx_pipeline_depth ucx_net_devices queued_order \
+         virtual_node_size inter_path ucx_device_path ucx_chunk_bytes ucx_pipeline_depth ucx_net_devices queued_order kernel_launch \
          reduce_algorithm bcast_algorithm allgather_algorithm reduce_scatter_block_algorithm alltoall_algorithm; do
   echo "$out" | grep -q "coll_gpu_$p" || { echo "missing parameter coll_gpu_$p"; exit 1; }
 done
@@ -38,7 +38,7 @@ value_of() { echo "$parsable" | grep "^mca:coll:gpu:param:coll_gpu_$1:enumerator
 check_values allreduce_algorithm allreduce_ll allreduce_oneshot allreduce_push allreduce_writes allreduce_direct \
   allreduce_twoshot
 check_values reduce_algorithm reduce_ll reduce
-check_values bcast_algorithm bcast_push bcast_direct bcast_ll bcast
+check_values bcast_algorithm bcast_spread bcast_push bcast_direct bcast_ll bcast
 check_values allgather_algorithm allgather_push allgather_direct allgather_ll allgather
 check_values reduce_scatter_block_algorithm reduce_scatter_direct reduce_scatter_block_ll reduce_scatter_block
 check_values alltoall_algorithm alltoall_push alltoall_ll alltoall

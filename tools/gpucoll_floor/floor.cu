@@ -5,6 +5,10 @@
 //   launch+sync          empty kernel, then cudaStreamSynchronize
 //   launch+flag          empty kernel that sets a host-mapped flag; the host
 //                        spins on the flag instead of synchronising the stream
+//   graph+flag           launch+flag through a graph of one kernel node whose
+//                        arguments are set before each launch (how coll/gpu
+//                        launches: KernelGraph in kernels/peer_args.h)
+//   order+graph+flag     the same after the ordering below
 //   order+launch+flag    what a queued call (MPI_Start, MPI_I<coll>) pays at
 //                        least: an event recorded on the legacy default stream
 //                        and waited for by a non-blocking stream (the ordering
@@ -99,6 +103,44 @@ int main(int argc, char **argv)
     cudaEvent_t after_default;
     CHECK(cudaStreamCreateWithFlags(&queued, cudaStreamNonBlocking));
     CHECK(cudaEventCreateWithFlags(&after_default, cudaEventDisableTiming));
+
+    // The node's arguments change with every call, as a collective's do.
+    cudaGraph_t graph;
+    cudaGraphNode_t node;
+    cudaGraphExec_t exec;
+    volatile unsigned *flag_arg = flag;
+    unsigned value = 0;
+    void *args[] = {&big, (void *)&flag_arg, &value};
+    cudaKernelNodeParams kp = {};
+    kp.func = (void *)flag_kernel;
+    kp.gridDim = dim3(1);
+    kp.blockDim = dim3(32);
+    kp.kernelParams = args;
+    CHECK(cudaGraphCreate(&graph, 0));
+    CHECK(cudaGraphAddKernelNode(&node, graph, nullptr, 0, &kp));
+    CHECK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+    double gfl = mean_us(reps, [&](int) {
+        value = ++v;
+        CHECK(cudaGraphExecKernelNodeSetParams(exec, node, &kp));
+        CHECK(cudaGraphLaunch(exec, s));
+        while (*(volatile unsigned *)flag != v) {
+        }
+    });
+    CHECK(cudaStreamSynchronize(s));
+    std::printf("graph+flag          %8.2f\n", gfl);
+    double ogfl = mean_us(reps, [&](int) {
+        value = ++v;
+        CHECK(cudaEventRecord(after_default, cudaStreamLegacy));
+        CHECK(cudaStreamWaitEvent(queued, after_default, 0));
+        CHECK(cudaGraphExecKernelNodeSetParams(exec, node, &kp));
+        CHECK(cudaGraphLaunch(exec, queued));
+        while (*(volatile unsigned *)flag != v) {
+        }
+    });
+    CHECK(cudaStreamSynchronize(queued));
+    std::printf("order+graph+flag    %8.2f\n", ogfl);
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(graph));
     double ofl = mean_us(reps, [&](int) {
         CHECK(cudaEventRecord(after_default, cudaStreamLegacy));
         CHECK(cudaStreamWaitEvent(queued, after_default, 0));
