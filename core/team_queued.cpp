@@ -147,6 +147,10 @@ struct gpucoll_plan {
     std::unique_ptr<IpcPins> pins;
     const char *peer_src[kMaxPeers] = {};
     char *peer_dst[kMaxPeers] = {};
+    // A persistent plan's own graph (kernel_launch=graph), set up for its
+    // next start while its kernel runs (prepare_next_start).
+    bool persistent = false;
+    KernelGraph graph;
 };
 
 namespace {
@@ -311,6 +315,7 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     // Counted before anything that can fail on one rank alone, so that the
     // numbers stay alike on every rank.
     if (persistent) p->number = t->persistent_plans++;
+    p->persistent = persistent;
 
     // From here on every rank takes the peer path: failures are errors.
     const Extents e = extents_of(a, t->rank, t->size);
@@ -347,6 +352,41 @@ bool no_ll_plan(gpucoll_plan *p)
     return true;
 }
 
+// The kernel's arguments for a launch of `plan` now: the next barrier
+// epoch or LL flag of the team (taken), the mapped buffers of a zero-copy
+// plan, the number its end is reported under.
+PeerArgs launch_args(gpucoll_plan *p, const Plan &plan)
+{
+    gpucoll_team *t = p->team;
+    PeerArgs k = kernel_args(t, plan, p->a, p->src, p->dst);
+    if (p->zero_copy) {
+        for (int r = 0; r < t->size; r++) {
+            k.peer_src[r] = r == t->rank ? k.src : p->peer_src[r];
+            k.peer_dst[r] = r == t->rank ? k.dst : p->peer_dst[r];
+        }
+        if (plan.algo == PeerAlgo::ReduceScatterDirect || plan.algo == PeerAlgo::VectorPush)
+            place_pieces(t, p->a, gpucoll_dtype_size(p->a.dtype), &k);
+    }
+    k.done_word = t->kernels_done;
+    k.done_value = t->kernels_launched + 1;
+    return k;
+}
+
+// Sets the persistent plan's graph up for its next start as it will be if
+// no other call of the team comes between (the epoch, LL flag and launch
+// count then follow from this launch), while this launch's kernel runs: the
+// next MPI_Start then only launches. Takes nothing from the team.
+void prepare_next_start(gpucoll_plan *p, const Plan &plan, int blocks, KernelGraph *graph)
+{
+    gpucoll_team *t = p->team;
+    const uint64_t epoch = t->epoch;
+    const uint32_t ll_flag = t->ll_flag;
+    const PeerArgs next = launch_args(p, plan);
+    t->epoch = epoch;
+    t->ll_flag = ll_flag;
+    prepare_peer_kernel(graph, next, p->a.dtype, p->a.op, blocks, config().threads_per_block);
+}
+
 gpucoll_status_t plan_launch_body(gpucoll_plan *p)
 {
     gpucoll_team *t = p->team;
@@ -376,24 +416,15 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
         plan = &p->no_ll;
         blocks = p->no_ll_blocks;
     }
-    PeerArgs k = kernel_args(t, *plan, p->a, p->src, p->dst);
-    if (p->zero_copy) {
-        for (int r = 0; r < t->size; r++) {
-            k.peer_src[r] = r == t->rank ? k.src : p->peer_src[r];
-            k.peer_dst[r] = r == t->rank ? k.dst : p->peer_dst[r];
-        }
-        if (plan->algo == PeerAlgo::ReduceScatterDirect || plan->algo == PeerAlgo::VectorPush)
-            place_pieces(t, p->a, gpucoll_dtype_size(p->a.dtype), &k);
-    }
-    k.done_word = t->kernels_done;
-    k.done_value = p->done_value = t->kernels_launched + 1;
+    PeerArgs k = launch_args(p, *plan);
+    p->done_value = k.done_value;
     gpuError_t e;
     if (cfg.queued_order == GPUCOLL_QUEUED_AFTER_DEFAULT_STREAM &&
         ((e = gpuEventRecord(t->queued_after_default, nullptr)) != gpuSuccess ||
          (e = gpuStreamWaitEvent(t->queued_stream, t->queued_after_default, 0)) != gpuSuccess))
         return gpu_error("ordering after the default stream", e);
-    if (!launch_peer_kernel(k, p->a.dtype, p->a.op, blocks, cfg.threads_per_block, t->queued_stream, nullptr,
-                            graph_for(t->queued_graph)))
+    KernelGraph *graph = graph_for(p->persistent ? p->graph : t->queued_graph);
+    if (!launch_peer_kernel(k, p->a.dtype, p->a.op, blocks, cfg.threads_per_block, t->queued_stream, nullptr, graph))
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(p->a.dtype),
                             gpucoll_op_name(p->a.op));
     if ((e = gpuGetLastError()) != gpuSuccess) {
@@ -405,6 +436,7 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     p->ran = plan->algo;
     t->kernels_launched++;
     t->queued_undrained++;
+    if (p->persistent && graph) prepare_next_start(p, *plan, blocks, graph);
     return GPUCOLL_SUCCESS;
 }
 
@@ -526,6 +558,7 @@ extern "C" void gpucoll_plan_free(gpucoll_plan_t *p)
     {
         DeviceGuard g(p->team->device);
         p->pins.reset(); // unpins; the cache unmaps later
+        destroy_kernel_graph(&p->graph); // freed once its last launch has ended, if it has not
     }
     delete p;
 }

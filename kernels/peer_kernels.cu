@@ -1,4 +1,6 @@
 // The data-movement kernel and the table that picks a kernel per (datatype, op).
+#include <string.h>
+
 #include "peer_kernels.cuh"
 
 namespace gpucoll {
@@ -96,9 +98,28 @@ bool load_peer_kernels(size_t *stack_bytes, int *max_regs)
 
 namespace {
 
-// One launch through g (made at its first use).
-gpuError_t launch_through(KernelGraph *g, KernelFn k, const PeerArgs &a, int blocks, int threads, gpuStream_t stream)
+// The kernel of `a` and the threads to launch it with (*cap: the kernel's
+// cap, lowered when a launch is refused). Null for a pair the kernels do
+// not implement.
+KernelFn kernel_of(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int *threads, int **cap)
 {
+    // Stream-ordered calls read their call from shared memory as resident
+    // ones do (kernels/resident.cuh): the epoch is set there at the start.
+    const bool moves = moves_bytes(a.algo), resident = a.resident.mailbox != nullptr || a.stream_calls != nullptr;
+    KernelPair pair = moves ? KernelPair{peer_move_kernel, resident_move_kernel} : reduce_kernel_for(dtype, op);
+    *cap = threads_slot(dtype, op, moves, resident);
+    const int known = *cap ? __atomic_load_n(*cap, __ATOMIC_RELAXED) : 0;
+    if (known >= 32 && *threads > known) *threads = known / 32 * 32;
+    return resident ? pair.resident : pair.launch;
+}
+
+// Makes g's node launch k with `a` (creating g at its first use), unless it
+// is set so already.
+gpuError_t set_node(KernelGraph *g, KernelFn k, const PeerArgs &a, int blocks, int threads)
+{
+    if (g->exec && g->func == (void *)k && g->blocks == blocks && g->threads == threads &&
+        memcmp(&g->args, &a, sizeof a) == 0)
+        return gpuSuccess;
     void *args[] = {const_cast<PeerArgs *>(&a)};
     gpuKernelNodeParams p = {};
     p.func = (void *)k;
@@ -121,9 +142,14 @@ gpuError_t launch_through(KernelGraph *g, KernelFn k, const PeerArgs &a, int blo
         g->exec = exec;
     } else if ((e = gpuGraphExecKernelNodeSetParams((gpuGraphExec_t)g->exec, (gpuGraphNode_t)g->node, &p)) !=
                gpuSuccess) {
+        g->func = nullptr; // what the node holds now is unknown
         return e;
     }
-    return gpuGraphLaunch((gpuGraphExec_t)g->exec, stream);
+    g->func = (void *)k;
+    g->blocks = blocks;
+    g->threads = threads;
+    g->args = a;
+    return gpuSuccess;
 }
 
 } // namespace
@@ -138,20 +164,15 @@ void destroy_kernel_graph(KernelGraph *g)
 bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
                         void *stream, int *threads_used, KernelGraph *graph)
 {
-    // Stream-ordered calls read their call from shared memory as resident
-    // ones do (kernels/resident.cuh): the epoch is set there at the start.
-    const bool moves = moves_bytes(a.algo), resident = a.resident.mailbox != nullptr || a.stream_calls != nullptr;
-    KernelPair pair = moves ? KernelPair{peer_move_kernel, resident_move_kernel} : reduce_kernel_for(dtype, op);
-    KernelFn k = resident ? pair.resident : pair.launch;
+    int *cap = nullptr;
+    KernelFn k = kernel_of(a, dtype, op, &threads, &cap);
     if (!k) return false;
-    int *cap = threads_slot(dtype, op, moves, resident);
-    const int known = cap ? __atomic_load_n(cap, __ATOMIC_RELAXED) : 0;
-    if (known >= 32 && threads > known) threads = known / 32 * 32;
     const gpuStream_t s = (gpuStream_t)stream;
     for (;;) {
         gpuError_t e = gpuErrorLaunchOutOfResources;
         if (graph && !graph->off) {
-            e = launch_through(graph, k, a, blocks, threads, s);
+            e = set_node(graph, k, a, blocks, threads);
+            if (e == gpuSuccess) e = gpuGraphLaunch((gpuGraphExec_t)graph->exec, s);
             if (e != gpuSuccess && e != gpuErrorLaunchOutOfResources) {
                 (void)gpuGetLastError(); // the plain launch below says what is wrong, if anything is
                 destroy_kernel_graph(graph);
@@ -171,6 +192,15 @@ bool launch_peer_kernel(const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t o
     }
     if (threads_used) *threads_used = threads;
     return true;
+}
+
+void prepare_peer_kernel(KernelGraph *graph, const PeerArgs &a, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
+                         int threads)
+{
+    int *cap = nullptr;
+    KernelFn k = kernel_of(a, dtype, op, &threads, &cap);
+    if (!k || !graph || graph->off || !graph->exec) return;
+    if (set_node(graph, k, a, blocks, threads) != gpuSuccess) (void)gpuGetLastError(); // the launch sets it again
 }
 
 } // namespace gpucoll

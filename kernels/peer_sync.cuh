@@ -144,6 +144,24 @@ __device__ inline bool peers_wait(const PeerArgs &a, uint64_t k, int phase)
     return !gpu_block_any(failed);
 }
 
+// The 16-byte vectors i, i + stride, ... of copy_elems below vend, U loads
+// in flight per thread before their stores: with one, a copy by half the
+// SMs (each rank's share where ranks share a GPU) ran at about half the
+// device-to-device copy rate (H100: 4 loads, 0.81 of it on 66 blocks of 512
+// threads; 2 loads 0.70). Returns where it stopped.
+template <class T, int U>
+__device__ inline size_t copy_vectors(T *dst, const T *src, size_t i, size_t vend, size_t stride)
+{
+    for (; i + (U - 1) * stride < vend; i += U * stride) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = *reinterpret_cast<const uint4 *>(src + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < U; u++) *reinterpret_cast<uint4 *>(dst + i + u * stride) = v[u];
+    }
+    return i;
+}
+
 // dst[i] = src[i] for this block's share of n elements of T.
 template <class T>
 __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok, size_t span = 0)
@@ -152,9 +170,10 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
     Range r = block_range(n, V, span);
     if (vector_ok) {
         size_t vend = r.begin + (r.end - r.begin) / V * V;
-        for (size_t i = r.begin + threadIdx.x * V; i < vend; i += blockDim.x * V)
-            *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
-        for (size_t i = vend + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
+        const size_t stride = blockDim.x * V;
+        size_t i = copy_vectors<T, 4>(dst, src, r.begin + threadIdx.x * V, vend, stride);
+        for (; i < vend; i += stride) *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
+        for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) dst[j] = src[j];
     } else {
         for (size_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
     }

@@ -5,7 +5,8 @@
  *
  * Each of allreduce, reduce, bcast, allgather, alltoall, reduce_scatter_block,
  * gather, scatter, allgatherv and alltoallv is initialised once and started
- * N times (default 200), the send buffers rewritten before every start;
+ * N times (default 200), the send buffers rewritten before every start and
+ * other collectives now and then between two starts;
  * then all of them at once with MPI_Startall, completed in reverse order
  * with MPI_Test loops; a request freed before its first start; one freed
  * while active (MPI allows it: the operation still completes). Exit 77
@@ -181,9 +182,18 @@ int main(int argc, char **argv)
     bufs_t b[kKinds];
     MPI_Request req[kKinds];
     for (int k = 0; k < kKinds; k++) init_request(k, &b[k], &req[k]);
-    /* One at a time, started again and again. */
+    /* One at a time, started again and again; now and then another
+     * collective of the communicator comes between two starts (a start is
+     * set up ahead as if none did: the guess must be dropped). */
     for (int k = 0; k < kKinds; k++)
         for (int s = 0; s < starts; s++) {
+            if (s % 5 == 1) {
+                MPI_Allreduce(b[0].send, b[0].recv, kCount, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            } else if (s % 5 == 3) {
+                MPI_Request r;
+                MPI_Iallreduce(b[0].send, b[0].recv, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &r);
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+            }
             prepare(k, &b[k], s);
             MPI_Start(&req[k]);
             MPI_Wait(&req[k], MPI_STATUS_IGNORE);
