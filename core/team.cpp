@@ -590,6 +590,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
         e = gpuGetLastError();
         t_launched = Clock::now();
         if (e != gpuSuccess) return gpu_error("peer-to-peer kernel", e);
+        prepare_same_call(t, graph_for(t->stream_graph), k, a.dtype, a.op, blocks); // the host waits anyway
         // Its end from the word it writes rather than a stream
         // synchronisation: 1.2-1.7 us sooner on an H100 (gpucoll-floor:
         // launch+flag against launch+sync).

@@ -148,7 +148,8 @@ struct gpucoll_plan {
     const char *peer_src[kMaxPeers] = {};
     char *peer_dst[kMaxPeers] = {};
     // A persistent plan's own graph (kernel_launch=graph), set up for its
-    // next start while its kernel runs (prepare_next_start).
+    // next start while its kernel runs (prepare_same_call); its own, so
+    // that the launches of other calls leave its node alone.
     bool persistent = false;
     KernelGraph graph;
 };
@@ -372,21 +373,6 @@ PeerArgs launch_args(gpucoll_plan *p, const Plan &plan)
     return k;
 }
 
-// Sets the persistent plan's graph up for its next start as it will be if
-// no other call of the team comes between (the epoch, LL flag and launch
-// count then follow from this launch), while this launch's kernel runs: the
-// next MPI_Start then only launches. Takes nothing from the team.
-void prepare_next_start(gpucoll_plan *p, const Plan &plan, int blocks, KernelGraph *graph)
-{
-    gpucoll_team *t = p->team;
-    const uint64_t epoch = t->epoch;
-    const uint32_t ll_flag = t->ll_flag;
-    const PeerArgs next = launch_args(p, plan);
-    t->epoch = epoch;
-    t->ll_flag = ll_flag;
-    prepare_peer_kernel(graph, next, p->a.dtype, p->a.op, blocks, config().threads_per_block);
-}
-
 gpucoll_status_t plan_launch_body(gpucoll_plan *p)
 {
     gpucoll_team *t = p->team;
@@ -436,7 +422,7 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     p->ran = plan->algo;
     t->kernels_launched++;
     t->queued_undrained++;
-    if (p->persistent && graph) prepare_next_start(p, *plan, blocks, graph);
+    prepare_same_call(t, graph, k, p->a.dtype, p->a.op, blocks);
     return GPUCOLL_SUCCESS;
 }
 

@@ -176,6 +176,15 @@ inline KernelGraph *graph_for(KernelGraph &g)
     return config().kernel_launch == GPUCOLL_LAUNCH_GRAPH ? &g : nullptr;
 }
 
+// Sets `g` up, while the kernel just launched from it with `k` runs, for
+// the call likeliest to come next on its stream: the same call again (a
+// loop, a persistent request started again). Its barrier epoch or LL flag
+// and its launch number follow from this one's; the next launch of that
+// call then finds the node set and only launches (prepare_peer_kernel). In
+// core/team_gpu.cpp.
+void prepare_same_call(const gpucoll_team *t, KernelGraph *g, const PeerArgs &k, gpucoll_dtype_t dtype,
+                       gpucoll_op_t op, int blocks);
+
 // Waits until the team's kernel number `n` (kernels_launched when it was
 // launched on `stream`) has reported its end in kernels_done. A kernel that
 // faulted reports nothing, so the stream is asked now and then. No deadline

@@ -5,21 +5,14 @@
 // rank, and rank r reads slice r from the root's buffer and stores it into
 // every receiver's buffer. Every rank moves the same bytes.
 #pragma once
-#include "bcast_direct.cuh"
+#include "bcast_push.cuh"
 
 namespace gpucoll {
 
 __device__ inline void bcast_spread(const PeerArgs &a)
 {
     if (!peer_barrier(a, 0, a.epoch0)) return;
-    Range s = twoshot_slice<char>(a.count, a.rank, a.nranks);
-    char *dsts[kMaxPeers];
-    int nd = 0;
-    for (int i = 0; i < a.nranks; i++) {
-        int r = (a.rank + i) % a.nranks; // ourselves first, then the next ranks
-        if (r != a.root) dsts[nd++] = a.peer_dst[r] + s.begin;
-    }
-    copy_elems_multi(dsts, nd, a.peer_src[a.root] + s.begin, s.end - s.begin, a.vector_ok);
+    bcast_store_slice(a, twoshot_slice<char>(a.count, a.rank, a.nranks));
     peer_barrier(a, 2, a.epoch0); // writes into every buffer are done; nobody reads the root's any more
 }
 
