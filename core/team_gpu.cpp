@@ -56,7 +56,7 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     *t->error = 0;
     if ((e = gpuHostAlloc((void **)&t->kernels_done, sizeof(uint64_t), gpuHostAllocMapped | gpuHostAllocPortable)) !=
         gpuSuccess)
-        return gpu_error("allocating the completion word of queued calls", e);
+        return gpu_error("allocating the completion word of the kernels", e);
     *t->kernels_done = 0;
     // Without it every call launches its own kernel, which is as correct.
     if (config().resident_us > 0) {
