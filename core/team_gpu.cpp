@@ -166,14 +166,18 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
     return GPUCOLL_SUCCESS;
 }
 
+PeerArgs same_call_again(const gpucoll_team *t, const PeerArgs &k)
+{
+    PeerArgs next = k;
+    next.epoch0 = is_ll(k.algo) ? (uint64_t)t->ll_flag + 1 : t->epoch;
+    next.done_value = k.done_value + 1;
+    return next;
+}
+
 void prepare_same_call(const gpucoll_team *t, KernelGraph *g, const PeerArgs &k, gpucoll_dtype_t dtype,
                        gpucoll_op_t op, int blocks)
 {
-    if (!g) return;
-    PeerArgs next = k;
-    next.epoch0 = is_ll(k.algo) ? (uint64_t)t->ll_flag + 1 : t->epoch; // as kernel_args will take them
-    next.done_value = k.done_value + 1;
-    prepare_peer_kernel(g, next, dtype, op, blocks, config().threads_per_block);
+    if (g) prepare_peer_kernel(g, same_call_again(t, k), dtype, op, blocks, config().threads_per_block);
 }
 
 gpucoll_status_t wait_kernel_done(gpucoll_team *t, uint64_t n, gpuStream_t stream)

@@ -176,12 +176,16 @@ inline KernelGraph *graph_for(KernelGraph &g)
     return config().kernel_launch == GPUCOLL_LAUNCH_GRAPH ? &g : nullptr;
 }
 
+// The arguments of the same call as `k` (just launched) made again next on
+// its stream, with no other call between: its barrier epoch or LL flag as
+// kernel_args will take them from the team, and the next launch number.
+PeerArgs same_call_again(const gpucoll_team *t, const PeerArgs &k);
+
 // Sets `g` up, while the kernel just launched from it with `k` runs, for
 // the call likeliest to come next on its stream: the same call again (a
-// loop, a persistent request started again). Its barrier epoch or LL flag
-// and its launch number follow from this one's; the next launch of that
-// call then finds the node set and only launches (prepare_peer_kernel). In
-// core/team_gpu.cpp.
+// loop, a persistent request started again; same_call_again). The next
+// launch of that call then finds the node set and only launches
+// (prepare_peer_kernel). In core/team_gpu.cpp.
 void prepare_same_call(const gpucoll_team *t, KernelGraph *g, const PeerArgs &k, gpucoll_dtype_t dtype,
                        gpucoll_op_t op, int blocks);
 
