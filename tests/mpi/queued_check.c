@@ -60,6 +60,7 @@
 #endif
 
 #include "test_gpu.h"
+#include "test_watchdog.h"
 
 /* Open MPI 5.0 has MPI-4's MPI_<coll>_init while it reports MPI 3.1. */
 #if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
@@ -72,44 +73,8 @@
 
 static int rank, size, on_device, failures, checks;
 
-/* ---- a watchdog: no result checked for timeout_s seconds is a deadlock ------- */
-static int timeout_s = 60, in_part;
-static char alarm_msg[256];
-static size_t alarm_len;
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    ssize_t w = write(2, alarm_msg, alarm_len);
-    (void)w;
-    _exit(3);
-}
-static int verbose;       /* --verbose: each part's time at rank 0 (information only) */
-static double part_start;
-static char part_name[128];
-
-static void begin_part(const char *part)
-{
-    snprintf(part_name, sizeof part_name, "%s", part);
-    part_start = MPI_Wtime();
-    int k = snprintf(alarm_msg, sizeof alarm_msg,
-                     "queued_check: rank %d: deadlock? nothing completed for %d s in part %s: exiting\n", rank,
-                     timeout_s, part);
-    alarm_len = k > 0 && (size_t)k < sizeof alarm_msg ? (size_t)k : strlen(alarm_msg);
-    in_part = 1;
-    alarm((unsigned)timeout_s);
-}
-/* A result arrived: the part is moving. */
-static void still_moving(void)
-{
-    if (in_part) alarm((unsigned)timeout_s);
-}
-static void end_part(void)
-{
-    alarm(0);
-    in_part = 0;
-    if (verbose && rank == 0) printf("queued_check: %s: %.2f s\n", part_name, MPI_Wtime() - part_start);
-}
+static int timeout_s = 60; /* --timeout: the watchdog's (test_watchdog.h) */
+static int verbose;        /* --verbose: each part's time at rank 0 (information only) */
 
 /* ---- one collective: its buffers, inputs and expected output ----------------- */
 enum qkind { Q_ALLREDUCE, Q_BCAST, Q_ALLGATHER, Q_ALLTOALL, Q_RSB, Q_REDUCE };
@@ -768,7 +733,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    signal(SIGALRM, on_alarm);
+    watchdog_init("queued_check", rank, timeout_s, verbose);
     /* Sets coll/gpu's GPU path up, as a blocking device collective would:
      * nonblocking calls take the GPU only once it is (README). */
     MPI_Barrier(MPI_COMM_WORLD);

@@ -66,6 +66,7 @@
 #include <unistd.h>
 
 #include "test_gpu.h"
+#include "test_watchdog.h"
 
 #include "coll_gpu_ext.h"
 
@@ -108,42 +109,7 @@ static int mpi_ok(int rc, const char *what)
     return 0;
 }
 
-/* ---- a watchdog: no result checked for timeout_s seconds is a deadlock -------- */
-static int timeout_s = 120, in_part;
-static char alarm_msg[256];
-static size_t alarm_len;
-static double part_start;
-static char part_name[128];
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    ssize_t w = write(2, alarm_msg, alarm_len);
-    (void)w;
-    _exit(3);
-}
-
-static void begin_part(const char *part)
-{
-    snprintf(part_name, sizeof part_name, "%s", part);
-    part_start = MPI_Wtime();
-    int k = snprintf(alarm_msg, sizeof alarm_msg,
-                     "stream_check: rank %d: deadlock? nothing completed for %d s in part %s: exiting\n", rank,
-                     timeout_s, part);
-    alarm_len = k > 0 && (size_t)k < sizeof alarm_msg ? (size_t)k : strlen(alarm_msg);
-    in_part = 1;
-    alarm((unsigned)timeout_s);
-}
-static void still_moving(void)
-{
-    if (in_part) alarm((unsigned)timeout_s);
-}
-static void end_part(void)
-{
-    alarm(0);
-    in_part = 0;
-    if (verbose && rank == 0) printf("stream_check: %s: %.2f s\n", part_name, MPI_Wtime() - part_start);
-}
+static int timeout_s = 120; /* --timeout: the watchdog's (test_watchdog.h) */
 
 /* ---- memory ------------------------------------------------------------------ */
 static void *dev_alloc(size_t bytes) { return test_mem_alloc(1, -1, bytes); }
@@ -1197,7 +1163,6 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (timeout_s < 1) timeout_s = 1;
     if (size > 32) { /* sums of 1..5 over the ranks exact in bf16 and uint8 */
         if (rank == 0) fprintf(stderr, "stream_check: at most 32 ranks\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -1207,7 +1172,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    signal(SIGALRM, on_alarm);
+    watchdog_init("stream_check", rank, timeout_s, verbose);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     coll_gpu_ext_init(&ext);
     setup_types();
