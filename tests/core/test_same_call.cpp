@@ -8,23 +8,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "../common/check.h"
 #include "team_state.hpp"
 
 using namespace gpucoll;
 
 namespace {
-
-int failures = 0, checks = 0;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        checks++;                                                          \
-        if (!(cond)) {                                                     \
-            failures++;                                                    \
-            std::printf("FAIL %s:%d: ", __FILE__, __LINE__);               \
-            std::printf(__VA_ARGS__);                                      \
-            std::printf("\n");                                             \
-        }                                                                  \
-    } while (0)
 
 alignas(16) char input[64], output[64]; // never touched: kernel_args only takes the addresses
 
@@ -48,6 +37,7 @@ int main()
     cfg.ll_max_bytes = 64 * 1024;
     gpucoll_core_configure(&cfg);
     const gpucoll_config_t &c = config();
+    int cases = 0;
     const gpucoll_coll_kind_t kinds[] = {GPUCOLL_COLL_ALLREDUCE, GPUCOLL_COLL_REDUCE, GPUCOLL_COLL_BCAST,
                                          GPUCOLL_COLL_ALLGATHER, GPUCOLL_COLL_REDUCE_SCATTER_BLOCK,
                                          GPUCOLL_COLL_ALLTOALL};
@@ -78,6 +68,7 @@ int main()
                     if (!is_ll(plan.algo))
                         plan.chunk = std::min(plan.chunk, max_chunk_elems(plan, t.half_bytes, sizeof(float)));
                     const char *what = plan.name;
+                    cases++;
                     uint64_t launched = 0;
                     // The same call twice in a row: the guess is the second launch.
                     PeerArgs first = launch(&t, plan, a, &launched);
@@ -99,6 +90,6 @@ int main()
                     CHECK(!same(guess, third), "%s, %d ranks, count %zu: a stale guess passes for the launch",
                           what, nranks, count);
                 }
-    std::printf("test_same_call: %d checks, %d failed\n", checks, failures);
+    std::printf("test_same_call: %d cases, %d failed checks\n", cases, failures);
     return failures ? 1 : 0;
 }
