@@ -9,22 +9,12 @@
 #include <random>
 #include <vector>
 
+#include "../common/check.h"
 #include "persist_switch.hpp"
 
 using namespace gpucoll::persist;
 
 namespace {
-
-int failures = 0;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            failures++;                                                    \
-            std::printf("FAIL %s:%d: ", __FILE__, __LINE__);               \
-            std::printf(__VA_ARGS__);                                      \
-            std::printf("\n");                                             \
-        }                                                                  \
-    } while (0)
 
 struct Rank {
     bool publishes = true, maps = true;

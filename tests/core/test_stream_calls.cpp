@@ -15,24 +15,12 @@
 #include <random>
 #include <vector>
 
+#include "../common/check.h"
 #include "stream_calls.h"
 
 using namespace gpucoll;
 
 namespace {
-
-int failures = 0;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            failures++;                                                    \
-            if (failures < 20) {                                           \
-                std::printf("FAIL %s:%d: ", __FILE__, __LINE__);           \
-                std::printf(__VA_ARGS__);                                  \
-                std::printf("\n");                                         \
-            }                                                              \
-        }                                                                  \
-    } while (0)
 
 struct Call {
     bool ll;
