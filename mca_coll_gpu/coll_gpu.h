@@ -52,11 +52,18 @@ COLL_GPU_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
     X(allgather_init) X(allgatherv_init) X(allreduce_init) X(alltoall_init)       \
     X(alltoallv_init) X(bcast_init) X(exscan_init) X(gather_init) X(gatherv_init) \
     X(reduce_init) X(reduce_scatter_init) X(reduce_scatter_block_init)            \
-    X(scan_init) X(scatter_init) X(scatterv_init)
+    X(scan_init) X(scatter_init) X(scatterv_init) X(alltoallw_init)               \
+    X(neighbor_allgather) X(neighbor_allgatherv) X(neighbor_alltoall)            \
+    X(neighbor_alltoallv) X(neighbor_alltoallw) X(ineighbor_allgather)           \
+    X(ineighbor_allgatherv) X(ineighbor_alltoall) X(ineighbor_alltoallv)         \
+    X(ineighbor_alltoallw) X(neighbor_allgather_init) X(neighbor_allgatherv_init) \
+    X(neighbor_alltoall_init) X(neighbor_alltoallv_init) X(neighbor_alltoallw_init)
 
 typedef struct coll_gpu_prev_t {
-#define COLL_GPU_PREV_FIELD(name)                   \
-    mca_coll_base_module_##name##_fn_t name;        \
+/* The slot's own type: the neighbourhood slots reuse the plain collectives'
+ * function types, so no type is named after them. */
+#define COLL_GPU_PREV_FIELD(name)                                   \
+    __typeof__(((mca_coll_base_module_t *)0)->coll_##name) name;    \
     mca_coll_base_module_t *name##_module;
     COLL_GPU_WRAPPED(COLL_GPU_PREV_FIELD)
 #undef COLL_GPU_PREV_FIELD
@@ -107,6 +114,9 @@ void *coll_gpu_stage_v(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *d
 /* alltoallw: block i is counts[i] elements of dtypes[i] at byte offset displs[i]. */
 void *coll_gpu_stage_w(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes,
                        const int *counts, const int *displs, int n, bool in, bool out);
+/* The same with MPI_Aint byte offsets (MPI_Neighbor_alltoallw). */
+void *coll_gpu_stage_w_aint(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes,
+                            const int *counts, const MPI_Aint *displs, int n, bool in, bool out);
 /* Non-zero (an MPI error) if this rank cannot take part in the collective
  * (no host memory for its copies); the stage is then released. Other
  * failures (a copy to host) are returned by coll_gpu_stage_finish after the
@@ -341,6 +351,45 @@ int mca_coll_gpu_exscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t
 int mca_coll_gpu_iexscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
                          ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
 
+/* Neighbourhood collectives (coll_gpu_neighbor.c): device buffers always go
+ * through host memory, the displaced module does the rest. */
+int mca_coll_gpu_neighbor_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                    ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                    mca_coll_base_module_t *module);
+int mca_coll_gpu_ineighbor_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                     ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
+                                     mca_coll_base_module_t *module);
+int mca_coll_gpu_neighbor_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                     const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
+                                     ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ineighbor_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                      const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
+                                      ompi_communicator_t *comm, ompi_request_t **request,
+                                      mca_coll_base_module_t *module);
+int mca_coll_gpu_neighbor_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                   ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                   mca_coll_base_module_t *module);
+int mca_coll_gpu_ineighbor_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                    ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
+                                    mca_coll_base_module_t *module);
+int mca_coll_gpu_neighbor_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                                    ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdispls,
+                                    ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                    mca_coll_base_module_t *module);
+int mca_coll_gpu_ineighbor_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                                     ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdispls,
+                                     ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
+                                     mca_coll_base_module_t *module);
+int mca_coll_gpu_neighbor_alltoallw(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
+                                    ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                                    const MPI_Aint *rdispls, ompi_datatype_t *const *rdtypes,
+                                    ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ineighbor_alltoallw(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
+                                     ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                                     const MPI_Aint *rdispls, ompi_datatype_t *const *rdtypes,
+                                     ompi_communicator_t *comm, ompi_request_t **request,
+                                     mca_coll_base_module_t *module);
+
 END_C_DECLS
 
 /* ---- persistent collectives (coll_gpu_persistent.c): each MPI_Start runs
@@ -391,5 +440,30 @@ int mca_coll_gpu_scatter_init(const void *sbuf, int scount, ompi_datatype_t *sdt
 int mca_coll_gpu_scatterv_init(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
                                void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
                                ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+
+int mca_coll_gpu_alltoallw_init(const void *sbuf, const int *scounts, const int *sdispls,
+                                ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                                ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm, ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_neighbor_allgather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                         int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                         ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_neighbor_allgatherv_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                          const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
+                                          ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                          mca_coll_base_module_t *module);
+int mca_coll_gpu_neighbor_alltoall_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                        int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                        ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_neighbor_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls,
+                                         ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                         const int *rdispls, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                         ompi_info_t *info, ompi_request_t **request,
+                                         mca_coll_base_module_t *module);
+int mca_coll_gpu_neighbor_alltoallw_init(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
+                                         ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                                         const MPI_Aint *rdispls, ompi_datatype_t *const *rdtypes,
+                                         ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                         mca_coll_base_module_t *module);
 
 #endif

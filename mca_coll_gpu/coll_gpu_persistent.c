@@ -5,10 +5,10 @@
  * arguments (it may not wait for other ranks, so it cannot decide more).
  * A start of allreduce, reduce, bcast, allgather, reduce_scatter_block or
  * alltoall plans the call for the peer kernels once (coll_gpu_queued.c) and
- * launches it; the other kinds, and these where the peer kernels do not
- * serve, run the component's nonblocking collective (staged through host
- * memory, exactly as MPI_I<coll> does), and the request completes when that
- * does.
+ * launches it; the other kinds (alltoallw and the neighbourhood ones among
+ * them), and these where the peer kernels do not serve, run the component's
+ * nonblocking collective (staged through host memory, exactly as MPI_I<coll>
+ * does), and the request completes when that does.
  * Every rank's persistent requests take this route, whatever its buffers, so
  * that all ranks start the same kind of operation underneath.
  *
@@ -18,9 +18,10 @@
 
 #include "ompi/mca/coll/base/coll_base_util.h"
 
-typedef enum { P_ALLREDUCE, P_REDUCE, P_BCAST, P_ALLGATHER, P_ALLGATHERV, P_ALLTOALL, P_ALLTOALLV,
+typedef enum { P_ALLREDUCE, P_REDUCE, P_BCAST, P_ALLGATHER, P_ALLGATHERV, P_ALLTOALL, P_ALLTOALLV, P_ALLTOALLW,
                P_REDUCE_SCATTER, P_REDUCE_SCATTER_BLOCK, P_GATHER, P_GATHERV, P_SCATTER, P_SCATTERV,
-               P_SCAN, P_EXSCAN } persist_kind_t;
+               P_SCAN, P_EXSCAN, P_NEIGHBOR_ALLGATHER, P_NEIGHBOR_ALLGATHERV, P_NEIGHBOR_ALLTOALL,
+               P_NEIGHBOR_ALLTOALLV, P_NEIGHBOR_ALLTOALLW } persist_kind_t;
 
 typedef struct coll_gpu_persist_t {
     ompi_coll_base_nbc_request_t super;
@@ -34,6 +35,8 @@ typedef struct coll_gpu_persist_t {
     int scount, rcount, root;
     const int *scounts, *sdispls, *rcounts, *rdispls;
     ompi_datatype_t *sdtype, *rdtype;
+    ompi_datatype_t *const *sdtypes, *const *rdtypes; /* the w kinds */
+    const MPI_Aint *sdispls_aint, *rdispls_aint;      /* neighbor_alltoallw */
     ompi_op_t *op;
     coll_gpu_pending_t pending; /* the running start's request (NULL inner while inactive) */
     /* The six kinds the peer kernels take without agreement: planned at the
@@ -151,6 +154,23 @@ static int start_inner(coll_gpu_persist_t *p, ompi_request_t **r)
     case P_SCATTERV:
         return mca_coll_gpu_iscatterv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcount, p->rdtype,
                                       p->root, c, r, m);
+    case P_ALLTOALLW:
+        return mca_coll_gpu_ialltoallw(p->sbuf, p->scounts, p->sdispls, p->sdtypes, p->rbuf, p->rcounts, p->rdispls,
+                                       p->rdtypes, c, r, m);
+    case P_NEIGHBOR_ALLGATHER:
+        return mca_coll_gpu_ineighbor_allgather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r,
+                                                m);
+    case P_NEIGHBOR_ALLGATHERV:
+        return mca_coll_gpu_ineighbor_allgatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
+                                                 p->rdtype, c, r, m);
+    case P_NEIGHBOR_ALLTOALL:
+        return mca_coll_gpu_ineighbor_alltoall(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
+    case P_NEIGHBOR_ALLTOALLV:
+        return mca_coll_gpu_ineighbor_alltoallv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcounts,
+                                                p->rdispls, p->rdtype, c, r, m);
+    case P_NEIGHBOR_ALLTOALLW:
+        return mca_coll_gpu_ineighbor_alltoallw(p->sbuf, p->scounts, p->sdispls_aint, p->sdtypes, p->rbuf,
+                                                p->rcounts, p->rdispls_aint, p->rdtypes, c, r, m);
     case P_SCAN: return mca_coll_gpu_iscan(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
     case P_EXSCAN: return mca_coll_gpu_iexscan(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
     }
@@ -246,6 +266,24 @@ static int persist_move(persist_kind_t kind, const void *sbuf, int scount, const
     p->rdispls = rdispls;
     p->rdtype = rdtype;
     p->root = root;
+    return OMPI_SUCCESS;
+}
+
+/* The w kinds: a datatype per block, int or MPI_Aint byte displacements. */
+static int persist_w(persist_kind_t kind, const void *sbuf, const int *scounts, const int *sdispls,
+                     const MPI_Aint *sdispls_aint, ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                     const int *rdispls, const MPI_Aint *rdispls_aint, ompi_datatype_t *const *rdtypes,
+                     ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    coll_gpu_persist_t *p;
+    int rc = persist_move(kind, sbuf, 0, scounts, sdispls, NULL, rbuf, 0, rcounts, rdispls, NULL, 0, comm, request,
+                          module);
+    if (rc != OMPI_SUCCESS) return rc;
+    p = (coll_gpu_persist_t *)*request;
+    p->sdtypes = sdtypes;
+    p->rdtypes = rdtypes;
+    p->sdispls_aint = sdispls_aint;
+    p->rdispls_aint = rdispls_aint;
     return OMPI_SUCCESS;
 }
 
@@ -377,4 +415,64 @@ int mca_coll_gpu_scatterv_init(const void *sbuf, const int *scounts, const int *
     (void)info;
     return persist_move(P_SCATTERV, sbuf, 0, scounts, displs, sdtype, rbuf, rcount, NULL, NULL, rdtype, root, comm,
                         request, module);
+}
+
+int mca_coll_gpu_alltoallw_init(const void *sbuf, const int *scounts, const int *sdispls,
+                                ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                                ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm, ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_w(P_ALLTOALLW, sbuf, scounts, sdispls, NULL, sdtypes, rbuf, rcounts, rdispls, NULL, rdtypes, comm,
+                     request, module);
+}
+
+int mca_coll_gpu_neighbor_allgather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                         int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                         ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_NEIGHBOR_ALLGATHER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, rdtype, 0,
+                        comm, request, module);
+}
+
+int mca_coll_gpu_neighbor_allgatherv_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                          const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
+                                          ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                          mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_NEIGHBOR_ALLGATHERV, sbuf, scount, NULL, NULL, sdtype, rbuf, 0, rcounts, displs, rdtype, 0,
+                        comm, request, module);
+}
+
+int mca_coll_gpu_neighbor_alltoall_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                        int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                        ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_NEIGHBOR_ALLTOALL, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, rdtype, 0,
+                        comm, request, module);
+}
+
+int mca_coll_gpu_neighbor_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls,
+                                         ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                         const int *rdispls, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                         ompi_info_t *info, ompi_request_t **request,
+                                         mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_move(P_NEIGHBOR_ALLTOALLV, sbuf, 0, scounts, sdispls, sdtype, rbuf, 0, rcounts, rdispls, rdtype,
+                        0, comm, request, module);
+}
+
+int mca_coll_gpu_neighbor_alltoallw_init(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
+                                         ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                                         const MPI_Aint *rdispls, ompi_datatype_t *const *rdtypes,
+                                         ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
+                                         mca_coll_base_module_t *module)
+{
+    (void)info;
+    return persist_w(P_NEIGHBOR_ALLTOALLW, sbuf, scounts, NULL, sdispls, sdtypes, rbuf, rcounts, NULL, rdispls,
+                     rdtypes, comm, request, module);
 }

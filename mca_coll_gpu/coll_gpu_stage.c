@@ -93,19 +93,32 @@ void *coll_gpu_stage_v(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *d
     return lo < hi ? stage_region(st, buf, lo, hi, in || out, out) : (void *)buf;
 }
 
-void *coll_gpu_stage_w(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes, const int *counts,
-                       const int *displs, int n, bool in, bool out)
+/* Block i at byte offset displs[i] (int) or adispls[i] (MPI_Aint), whichever is given. */
+static void *stage_w_any(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes, const int *counts,
+                         const int *displs, const MPI_Aint *adispls, int n, bool in, bool out)
 {
     ptrdiff_t gap, lo = PTRDIFF_MAX, hi = PTRDIFF_MIN;
     if (buf == MPI_IN_PLACE) return (void *)buf;
     for (int i = 0; i < n; i++) {
         if (counts[i] <= 0) continue;
         ptrdiff_t span = opal_datatype_span(&dtypes[i]->super, (size_t)counts[i], &gap);
-        ptrdiff_t start = (ptrdiff_t)displs[i] + gap;
+        ptrdiff_t start = (displs ? (ptrdiff_t)displs[i] : (ptrdiff_t)adispls[i]) + gap;
         if (start < lo) lo = start;
         if (start + span > hi) hi = start + span;
     }
     return lo < hi ? stage_region(st, buf, lo, hi, in || out, out) : (void *)buf;
+}
+
+void *coll_gpu_stage_w(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes, const int *counts,
+                       const int *displs, int n, bool in, bool out)
+{
+    return stage_w_any(st, buf, dtypes, counts, displs, NULL, n, in, out);
+}
+
+void *coll_gpu_stage_w_aint(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *const *dtypes,
+                            const int *counts, const MPI_Aint *displs, int n, bool in, bool out)
+{
+    return stage_w_any(st, buf, dtypes, counts, NULL, displs, n, in, out);
 }
 
 void coll_gpu_stage_limit_out(coll_gpu_stage_t *st, ompi_datatype_t *dtype, size_t offset, size_t count)
