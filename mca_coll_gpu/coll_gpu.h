@@ -59,6 +59,14 @@ COLL_GPU_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
     X(ineighbor_alltoallw) X(neighbor_allgather_init) X(neighbor_allgatherv_init) \
     X(neighbor_alltoall_init) X(neighbor_alltoallv_init) X(neighbor_alltoallw_init)
 
+/* The kinds MPI defines on intercommunicators and that carry data (no
+ * scan or exscan; barrier has no buffer): the blocking, nonblocking and
+ * persistent slot of each is ours there. */
+#define COLL_GPU_INTER_KINDS(X)                                                    \
+    X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) \
+    X(bcast) X(gather) X(gatherv) X(reduce) X(reduce_scatter)                     \
+    X(reduce_scatter_block) X(scatter) X(scatterv)
+
 typedef struct coll_gpu_prev_t {
 /* The slot's own type: the neighbourhood slots reuse the plain collectives'
  * function types, so no type is named after them. */
@@ -389,6 +397,86 @@ int mca_coll_gpu_ineighbor_alltoallw(const void *sbuf, const int *scounts, const
                                      const MPI_Aint *rdispls, ompi_datatype_t *const *rdtypes,
                                      ompi_communicator_t *comm, ompi_request_t **request,
                                      mca_coll_base_module_t *module);
+
+/* Intercommunicators (coll_gpu_inter.c): device buffers staged, no peer kernel. */
+int mca_coll_gpu_inter_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                 ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                  ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
+                                  mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                  const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
+                                  ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                   const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
+                                   ompi_communicator_t *comm, ompi_request_t **request,
+                                   mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                                 ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                                  ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_ialltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                 ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
+                                 mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
+                                 void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
+                                 ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
+                                  void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
+                                  ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                                 ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                                 ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm,
+                                 mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                                  ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                                  ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm,
+                                  ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_bcast(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_ibcast(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
+                              ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_gather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                              ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                              mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_igather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                               ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_request_t **request,
+                               mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                               const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                               mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                                ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                              int root, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
+                               int root, ompi_communicator_t *comm, ompi_request_t **request,
+                               mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                      ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                                       ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                                       mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                            ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                             ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                                             mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_scatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                               ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                               mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                                ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_scatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
+                                void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                                mca_coll_base_module_t *module);
+int mca_coll_gpu_inter_iscatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
+                                 void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                                 ompi_request_t **request, mca_coll_base_module_t *module);
 
 END_C_DECLS
 

@@ -81,15 +81,23 @@ static bool info_forces_staged(ompi_communicator_t *comm)
 
 mca_coll_base_module_t *mca_coll_gpu_comm_query(ompi_communicator_t *comm, int *priority)
 {
-    if (OMPI_COMM_IS_INTER(comm)) {
-        COLL_GPU_VERBOSE(10, "stepping aside on %s: intercommunicators are left to coll/inter", comm->c_name);
-        return NULL;
-    }
     mca_coll_gpu_module_t *m = OBJ_NEW(mca_coll_gpu_module_t);
     if (m == NULL) return NULL;
     *priority = mca_coll_gpu_component.priority;
     m->super.coll_module_enable = gpu_module_enable;
     m->super.coll_module_disable = gpu_module_disable;
+    if (OMPI_COMM_IS_INTER(comm)) {
+        /* Staging only; the slots left empty (barrier: no buffer) stay
+         * with the modules below. The persistent forms are shared: they
+         * start the nonblocking calls of their communicator's kind. */
+#define COLL_GPU_INSTALL_INTER(name)                           \
+        m->super.coll_##name = mca_coll_gpu_inter_##name;      \
+        m->super.coll_i##name = mca_coll_gpu_inter_i##name;    \
+        m->super.coll_##name##_init = mca_coll_gpu_##name##_init;
+        COLL_GPU_INTER_KINDS(COLL_GPU_INSTALL_INTER)
+#undef COLL_GPU_INSTALL_INTER
+        return &m->super;
+    }
 #define COLL_GPU_INSTALL(name) m->super.coll_##name = mca_coll_gpu_##name;
     COLL_GPU_WRAPPED(COLL_GPU_INSTALL)
 #undef COLL_GPU_INSTALL
@@ -161,9 +169,11 @@ static int gpu_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
      * enables modules from a completion callback of the communicator's
      * activation, where a blocking exchange can deadlock (MPI_Comm_split_type
      * hung that way). The team is built at the first collective instead. */
-    m->team_pending = m->prev.allgather && team_eligible(comm);
-    m->hier_pending = !m->team_pending && coll_gpu_hier_wanted(m);
-    COLL_GPU_VERBOSE(10, "enabled on %s (%d ranks)%s%s%s%s", comm->c_name, ompi_comm_size(comm),
+    const bool intra = !OMPI_COMM_IS_INTER(comm);
+    m->team_pending = intra && m->prev.allgather && team_eligible(comm);
+    m->hier_pending = intra && !m->team_pending && coll_gpu_hier_wanted(m);
+    COLL_GPU_VERBOSE(10, "enabled on %s (%d ranks)%s%s%s%s%s", comm->c_name, ompi_comm_size(comm),
+                     intra ? "" : ", an intercommunicator: device buffers staged",
                      ompi_mpi_thread_multiple ? ", MPI_THREAD_MULTIPLE" : "",
                      m->team_pending ? ", peer-to-peer team at first use" : "",
                      m->hier_pending ? ", hierarchical path at first use" : "",

@@ -121,11 +121,55 @@ static int persist_start_queued(coll_gpu_persist_t *p)
     return 1;
 }
 
+/* The same on an intercommunicator (no scan, exscan or neighbourhood kinds). */
+static int start_inner_inter(coll_gpu_persist_t *p, ompi_request_t **r)
+{
+    mca_coll_base_module_t *m = p->module;
+    ompi_communicator_t *c = p->comm;
+    switch (p->kind) {
+    case P_ALLREDUCE: return mca_coll_gpu_inter_iallreduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
+    case P_REDUCE:
+        return mca_coll_gpu_inter_ireduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, p->root, c, r, m);
+    case P_BCAST: return mca_coll_gpu_inter_ibcast(p->rbuf, p->rcount, p->rdtype, p->root, c, r, m);
+    case P_ALLGATHER:
+        return mca_coll_gpu_inter_iallgather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
+    case P_ALLGATHERV:
+        return mca_coll_gpu_inter_iallgatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
+                                              p->rdtype, c, r, m);
+    case P_ALLTOALL:
+        return mca_coll_gpu_inter_ialltoall(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
+    case P_ALLTOALLV:
+        return mca_coll_gpu_inter_ialltoallv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcounts,
+                                             p->rdispls, p->rdtype, c, r, m);
+    case P_ALLTOALLW:
+        return mca_coll_gpu_inter_ialltoallw(p->sbuf, p->scounts, p->sdispls, p->sdtypes, p->rbuf, p->rcounts,
+                                             p->rdispls, p->rdtypes, c, r, m);
+    case P_REDUCE_SCATTER:
+        return mca_coll_gpu_inter_ireduce_scatter(p->sbuf, p->rbuf, p->rcounts, p->rdtype, p->op, c, r, m);
+    case P_REDUCE_SCATTER_BLOCK:
+        return mca_coll_gpu_inter_ireduce_scatter_block(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
+    case P_GATHER:
+        return mca_coll_gpu_inter_igather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root, c,
+                                          r, m);
+    case P_GATHERV:
+        return mca_coll_gpu_inter_igatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls, p->rdtype,
+                                           p->root, c, r, m);
+    case P_SCATTER:
+        return mca_coll_gpu_inter_iscatter(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root, c,
+                                           r, m);
+    case P_SCATTERV:
+        return mca_coll_gpu_inter_iscatterv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcount,
+                                            p->rdtype, p->root, c, r, m);
+    default: return OMPI_ERR_NOT_SUPPORTED;
+    }
+}
+
 /* The nonblocking collective for one start of `p`. */
 static int start_inner(coll_gpu_persist_t *p, ompi_request_t **r)
 {
     mca_coll_base_module_t *m = p->module;
     ompi_communicator_t *c = p->comm;
+    if (OMPI_COMM_IS_INTER(c)) return start_inner_inter(p, r);
     switch (p->kind) {
     case P_ALLREDUCE: return mca_coll_gpu_iallreduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
     case P_REDUCE: return mca_coll_gpu_ireduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, p->root, c, r, m);
