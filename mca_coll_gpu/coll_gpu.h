@@ -112,6 +112,14 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(ompi_communicator_t *comm, int *
 typedef struct coll_gpu_stage coll_gpu_stage_t;
 
 bool coll_gpu_is_device(const void *ptr);
+/* Whether the data of a buffer argument are in device memory: `buf` itself,
+ * or for MPI_BOTTOM (NULL in Open MPI) the absolute address that `displ`
+ * bytes plus dtype's true lower bound name (types built from
+ * MPI_Get_address). The w form looks at the first block holding data,
+ * displacements in bytes, int or MPI_Aint (whichever is given). */
+bool coll_gpu_data_on_device(const void *buf, ompi_datatype_t *dtype, ptrdiff_t displ);
+bool coll_gpu_w_data_on_device(const void *buf, ompi_datatype_t *const *dtypes, const int *counts,
+                               const int *displs, const MPI_Aint *adispls, int n);
 coll_gpu_stage_t *coll_gpu_stage_new(void);
 /* `count` elements of `dtype` at `buf`: copied in if `in`, back out if `out`. */
 void *coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, ompi_datatype_t *dtype, size_t count,

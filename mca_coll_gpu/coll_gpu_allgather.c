@@ -24,7 +24,8 @@ int mca_coll_gpu_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype
                            ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    bool rdev = coll_gpu_data_on_device(rbuf, rdtype, 0),
+         sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_data_on_device(sbuf, sdtype, 0);
     int rc;
     /* The peer path moves bytes in rdtype's layout; in place or same type on both sides. */
     bool same = sbuf == MPI_IN_PLACE || (sdtype == rdtype && scount == rcount);
@@ -46,7 +47,7 @@ int mca_coll_gpu_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
                          .rbuf = rbuf, .rcount = (size_t)rcount, .rdtype = rdtype};
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                                   m->prev.iallgather_module);
     return allgather_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request, m);
@@ -75,7 +76,8 @@ int mca_coll_gpu_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtyp
                             mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    bool rdev = coll_gpu_data_on_device(rbuf, rdtype, 0),
+         sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_data_on_device(sbuf, sdtype, 0);
     bool same = sbuf == MPI_IN_PLACE || (sdtype == rdtype && scount == rcounts[ompi_comm_rank(comm)]);
     int rc;
     if (coll_gpu_team_try_v(m, GPUCOLL_COLL_ALLGATHERV, sbuf, rbuf, rcounts, displs, NULL, NULL, rdtype, NULL,
@@ -92,7 +94,7 @@ int mca_coll_gpu_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdty
                              ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, request,
                                    m->prev.iallgatherv_module);
     return allgatherv_staged(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, request, m);

@@ -20,7 +20,8 @@ int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatyp
                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    bool rdev = coll_gpu_data_on_device(rbuf, dtype, 0),
+         sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_data_on_device(sbuf, dtype, 0);
     int rc;
     if (coll_gpu_team_try(m, GPUCOLL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 0, rdev && sdev, &rc)) return rc;
     if (coll_gpu_hier_try(m, GPUCOLL_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 0, rdev && sdev, &rc)) return rc;
@@ -36,7 +37,7 @@ int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
                          .rdtype = dtype, .op = op};
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, dtype, 0) && !coll_gpu_data_on_device(rbuf, dtype, 0))
         return m->prev.iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->prev.iallreduce_module);
     return allreduce_staged(sbuf, rbuf, count, dtype, op, comm, request, m);
 }

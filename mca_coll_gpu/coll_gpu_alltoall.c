@@ -22,7 +22,8 @@ int mca_coll_gpu_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype,
                           ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    bool rdev = coll_gpu_data_on_device(rbuf, rdtype, 0),
+         sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_data_on_device(sbuf, sdtype, 0);
     bool same = sbuf == MPI_IN_PLACE || (sdtype == rdtype && scount == rcount);
     int rc;
     if (coll_gpu_team_try(m, GPUCOLL_COLL_ALLTOALL, sbuf, rbuf, rcount, rdtype, NULL, 0, rdev && sdev && same, &rc))
@@ -41,7 +42,7 @@ int mca_coll_gpu_ialltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype
                          .rbuf = rbuf, .rcount = (size_t)rcount, .rdtype = rdtype};
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request, m->prev.ialltoall_module);
     return alltoall_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request, m);
 }
@@ -74,7 +75,8 @@ int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdis
                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    bool rdev = coll_gpu_data_on_device(rbuf, rdtype, 0),
+         sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_data_on_device(sbuf, sdtype, 0);
     int rc;
     /* In place the send arguments are ignored (they may be NULL): the
      * receive ones stand in (and the peer path stages in-place calls). */
@@ -93,10 +95,20 @@ int mca_coll_gpu_ialltoallv(const void *sbuf, const int *scounts, const int *sdi
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.ialltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, request,
                                   m->prev.ialltoallv_module);
     return alltoallv_staged(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, request, m);
+}
+
+/* A device buffer on either side; with MPI_BOTTOM, the types carry the addresses. */
+static bool alltoallw_on_device(const void *sbuf, const int *scounts, const int *sdispls,
+                                ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                                ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm)
+{
+    int n = ompi_comm_size(comm);
+    return coll_gpu_w_data_on_device(sbuf, sdtypes, scounts, sdispls, NULL, n) ||
+           coll_gpu_w_data_on_device(rbuf, rdtypes, rcounts, rdispls, NULL, n);
 }
 
 static int alltoallw_staged(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *const *sdtypes,
@@ -126,7 +138,7 @@ int mca_coll_gpu_alltoallw(const void *sbuf, const int *scounts, const int *sdis
                            ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!alltoallw_on_device(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm))
         return m->prev.alltoallw(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm,
                                  m->prev.alltoallw_module);
     return alltoallw_staged(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, NULL, m);
@@ -137,7 +149,7 @@ int mca_coll_gpu_ialltoallw(const void *sbuf, const int *scounts, const int *sdi
                             ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!alltoallw_on_device(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm))
         return m->prev.ialltoallw(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, request,
                                   m->prev.ialltoallw_module);
     return alltoallw_staged(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, request, m);

@@ -20,7 +20,7 @@ int mca_coll_gpu_bcast(void *buf, int count, ompi_datatype_t *dtype, int root, o
                        mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    bool dev = coll_gpu_is_device(buf);
+    bool dev = coll_gpu_data_on_device(buf, dtype, 0);
     int rc;
     if (coll_gpu_team_try(m, GPUCOLL_COLL_BCAST, NULL, buf, count, dtype, NULL, root, dev, &rc)) return rc;
     if (coll_gpu_hier_try(m, GPUCOLL_COLL_BCAST, NULL, buf, count, dtype, NULL, root, dev, &rc)) return rc;
@@ -36,6 +36,6 @@ int mca_coll_gpu_ibcast(void *buf, int count, ompi_datatype_t *dtype, int root, 
                          .root = root};
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
-    if (!coll_gpu_is_device(buf)) return m->prev.ibcast(buf, count, dtype, root, comm, request, m->prev.ibcast_module);
+    if (!coll_gpu_data_on_device(buf, dtype, 0)) return m->prev.ibcast(buf, count, dtype, root, comm, request, m->prev.ibcast_module);
     return bcast_staged(buf, count, dtype, root, comm, request, m);
 }

@@ -21,16 +21,18 @@ static int gather_staged(const void *sbuf, int scount, ompi_datatype_t *sdtype, 
     return coll_gpu_stage_finish(st, rc, comm, request);
 }
 
-static bool gather_any_device(const void *sbuf, void *rbuf, int root, ompi_communicator_t *comm)
+static bool gather_any_device(const void *sbuf, ompi_datatype_t *sdtype, void *rbuf, ompi_datatype_t *rdtype, int root,
+                         ompi_communicator_t *comm)
 {
-    return coll_gpu_is_device(sbuf) || (ompi_comm_rank(comm) == root && coll_gpu_is_device(rbuf));
+    return coll_gpu_data_on_device(sbuf, sdtype, 0) ||
+           (ompi_comm_rank(comm) == root && coll_gpu_data_on_device(rbuf, rdtype, 0));
 }
 
 int mca_coll_gpu_gather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
                         ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!gather_any_device(sbuf, rbuf, root, comm))
+    if (!gather_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
         return m->prev.gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, m->prev.gather_module);
     return gather_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, NULL, m);
 }
@@ -40,7 +42,7 @@ int mca_coll_gpu_igather(const void *sbuf, int scount, ompi_datatype_t *sdtype, 
                          mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!gather_any_device(sbuf, rbuf, root, comm))
+    if (!gather_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
         return m->prev.igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
                                m->prev.igather_module);
     return gather_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request, m);
@@ -72,7 +74,7 @@ int mca_coll_gpu_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, 
                          mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!gather_any_device(sbuf, rbuf, root, comm))
+    if (!gather_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
         return m->prev.gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm,
                                m->prev.gatherv_module);
     return gatherv_staged(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, NULL, m);
@@ -83,7 +85,7 @@ int mca_coll_gpu_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype,
                           ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!gather_any_device(sbuf, rbuf, root, comm))
+    if (!gather_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
         return m->prev.igatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, request,
                                 m->prev.igatherv_module);
     return gatherv_staged(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, request, m);

@@ -43,6 +43,28 @@ static bool significant(const inter_call_t *c)
     }
 }
 
+/* A device buffer among those significant at this rank (a root's group
+ * passes no send buffer to gather, no receive buffer to scatter and reduce;
+ * their datatypes need not be valid either). */
+static bool on_device(const inter_call_t *c, ompi_communicator_t *comm)
+{
+    const bool root = c->root == MPI_ROOT;
+    ompi_datatype_t *sdtype = c->sdtype ? c->sdtype : c->rdtype; /* reductions name one type */
+    switch (c->kind) {
+    case I_BCAST: return coll_gpu_data_on_device(c->rbuf, c->rdtype, 0);
+    case I_GATHER: case I_GATHERV: case I_REDUCE:
+        return root ? coll_gpu_data_on_device(c->rbuf, c->rdtype, 0) : coll_gpu_data_on_device(c->sbuf, sdtype, 0);
+    case I_SCATTER: case I_SCATTERV:
+        return root ? coll_gpu_data_on_device(c->sbuf, sdtype, 0) : coll_gpu_data_on_device(c->rbuf, c->rdtype, 0);
+    case I_ALLTOALLW: {
+        const int n = ompi_comm_remote_size(comm);
+        return coll_gpu_w_data_on_device(c->sbuf, c->sdtypes, c->scounts, c->sdispls, NULL, n) ||
+               coll_gpu_w_data_on_device(c->rbuf, c->rdtypes, c->rcounts, c->rdispls, NULL, n);
+    }
+    default: return coll_gpu_data_on_device(c->sbuf, sdtype, 0) || coll_gpu_data_on_device(c->rbuf, c->rdtype, 0);
+    }
+}
+
 /* Replaces c's buffers by their host copies in `st`. */
 static void stage_buffers(coll_gpu_stage_t *st, inter_call_t *c, ompi_communicator_t *comm)
 {
@@ -179,7 +201,7 @@ static int call_prev(const inter_call_t *c, ompi_communicator_t *comm, ompi_requ
 static int run(inter_call_t c, ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!significant(&c) || (!coll_gpu_is_device(c.sbuf) && !coll_gpu_is_device(c.rbuf)))
+    if (!significant(&c) || !on_device(&c, comm))
         return call_prev(&c, comm, request, &m->prev);
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     if (st) stage_buffers(st, &c, comm);

@@ -49,7 +49,7 @@ int mca_coll_gpu_neighbor_allgather(const void *sbuf, int scount, ompi_datatype_
                                     mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.neighbor_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                           m->prev.neighbor_allgather_module);
     return allgather_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, NULL, m);
@@ -60,7 +60,7 @@ int mca_coll_gpu_ineighbor_allgather(const void *sbuf, int scount, ompi_datatype
                                      mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.ineighbor_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                                            m->prev.ineighbor_allgather_module);
     return allgather_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request, m);
@@ -92,7 +92,7 @@ int mca_coll_gpu_neighbor_allgatherv(const void *sbuf, int scount, ompi_datatype
                                      ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.neighbor_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm,
                                            m->prev.neighbor_allgatherv_module);
     return allgatherv_staged(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, NULL, m);
@@ -104,7 +104,7 @@ int mca_coll_gpu_ineighbor_allgatherv(const void *sbuf, int scount, ompi_datatyp
                                       mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.ineighbor_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, request,
                                             m->prev.ineighbor_allgatherv_module);
     return allgatherv_staged(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, request, m);
@@ -136,7 +136,7 @@ int mca_coll_gpu_neighbor_alltoall(const void *sbuf, int scount, ompi_datatype_t
                                    mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.neighbor_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                          m->prev.neighbor_alltoall_module);
     return alltoall_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, NULL, m);
@@ -147,7 +147,7 @@ int mca_coll_gpu_ineighbor_alltoall(const void *sbuf, int scount, ompi_datatype_
                                     mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.ineighbor_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                                           m->prev.ineighbor_alltoall_module);
     return alltoall_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request, m);
@@ -180,7 +180,7 @@ int mca_coll_gpu_neighbor_alltoallv(const void *sbuf, const int *scounts, const 
                                     mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.neighbor_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
                                           m->prev.neighbor_alltoallv_module);
     return alltoallv_staged(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, NULL, m);
@@ -192,10 +192,21 @@ int mca_coll_gpu_ineighbor_alltoallv(const void *sbuf, const int *scounts, const
                                      mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
         return m->prev.ineighbor_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
                                            request, m->prev.ineighbor_alltoallv_module);
     return alltoallv_staged(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, request, m);
+}
+
+/* A device buffer on either side; with MPI_BOTTOM, the types carry the addresses. */
+static bool alltoallw_on_device(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
+                                ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                                const MPI_Aint *rdispls, ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm)
+{
+    int in, out;
+    if (!degrees(comm, &in, &out)) return false;
+    return coll_gpu_w_data_on_device(sbuf, sdtypes, scounts, NULL, sdispls, out) ||
+           coll_gpu_w_data_on_device(rbuf, rdtypes, rcounts, NULL, rdispls, in);
 }
 
 static int alltoallw_staged(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
@@ -226,7 +237,7 @@ int mca_coll_gpu_neighbor_alltoallw(const void *sbuf, const int *scounts, const 
                                     ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!alltoallw_on_device(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm))
         return m->prev.neighbor_alltoallw(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm,
                                           m->prev.neighbor_alltoallw_module);
     return alltoallw_staged(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, NULL, m);
@@ -239,7 +250,7 @@ int mca_coll_gpu_ineighbor_alltoallw(const void *sbuf, const int *scounts, const
                                      mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!alltoallw_on_device(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm))
         return m->prev.ineighbor_alltoallw(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm,
                                            request, m->prev.ineighbor_alltoallw_module);
     return alltoallw_staged(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, request, m);

@@ -42,7 +42,7 @@ static int pack_run(coll_gpu_pack_t *p, bool packing)
 {
     ptrdiff_t gap = 0, span = opal_datatype_span(&p->dtype->super, p->count, &gap);
     char *host = p->user, *copy = NULL;
-    if (coll_gpu_is_device(p->user)) {
+    if (coll_gpu_is_device(p->user + gap)) { /* with MPI_BOTTOM the type holds the address */
         if ((copy = malloc((size_t)span)) == NULL)
             return coll_gpu_error(GPUCOLL_ERR_NO_MEMORY, "packing a derived datatype");
         gpucoll_status_t s = gpucoll_copy(copy, p->user + gap, (size_t)span);

@@ -18,11 +18,12 @@ static int reduce_staged(const void *sbuf, void *rbuf, int count, ompi_datatype_
     return coll_gpu_stage_finish(st, rc, comm, request);
 }
 
-static bool reduce_on_device(const void *sbuf, void *rbuf, int root, ompi_communicator_t *comm, bool *any)
+static bool reduce_on_device(const void *sbuf, void *rbuf, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
+                             bool *any)
 {
     bool is_root = ompi_comm_rank(comm) == root;
-    bool rdev = is_root && coll_gpu_is_device(rbuf);
-    bool sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    bool rdev = is_root && coll_gpu_data_on_device(rbuf, dtype, 0);
+    bool sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_data_on_device(sbuf, dtype, 0);
     *any = rdev || sdev;
     return sdev && (rdev || !is_root);
 }
@@ -32,7 +33,7 @@ int mca_coll_gpu_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     bool any;
-    bool all = reduce_on_device(sbuf, rbuf, root, comm, &any);
+    bool all = reduce_on_device(sbuf, rbuf, dtype, root, comm, &any);
     int rc;
     if (coll_gpu_team_try(m, GPUCOLL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root, all, &rc)) return rc;
     if (coll_gpu_hier_try(m, GPUCOLL_COLL_REDUCE, sbuf, rbuf, count, dtype, op, root, all, &rc)) return rc;
@@ -49,7 +50,7 @@ int mca_coll_gpu_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     bool any;
-    reduce_on_device(sbuf, rbuf, root, comm, &any);
+    reduce_on_device(sbuf, rbuf, dtype, root, comm, &any);
     if (!any) return m->prev.ireduce(sbuf, rbuf, count, dtype, op, root, comm, request, m->prev.ireduce_module);
     return reduce_staged(sbuf, rbuf, count, dtype, op, root, comm, request, m);
 }
@@ -58,7 +59,7 @@ int mca_coll_gpu_reduce_local(const void *inbuf, void *inoutbuf, int count, ompi
                               mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    bool in_dev = coll_gpu_is_device(inbuf), io_dev = coll_gpu_is_device(inoutbuf);
+    bool in_dev = coll_gpu_data_on_device(inbuf, dtype, 0), io_dev = coll_gpu_data_on_device(inoutbuf, dtype, 0);
     if (!in_dev && !io_dev)
         return m->prev.reduce_local(inbuf, inoutbuf, count, dtype, op, m->prev.reduce_local_module);
     gpucoll_dtype_t gd = coll_gpu_map_dtype(dtype);

@@ -14,7 +14,7 @@ static int reduce_scatter_staged(const void *sbuf, void *rbuf, size_t total, siz
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     const void *hs = coll_gpu_stage(st, sbuf, dtype, total, true, false);
     void *hr = coll_gpu_stage(st, rbuf, dtype, in_place ? total : mine, in_place, true);
-    if (in_place && coll_gpu_is_device(rbuf)) coll_gpu_stage_limit_out(st, dtype, 0, mine);
+    if (in_place && coll_gpu_data_on_device(rbuf, dtype, 0)) coll_gpu_stage_limit_out(st, dtype, 0, mine);
     rc = coll_gpu_stage_failed(st);
     if (rc) return rc;
     if (rcounts)
@@ -40,7 +40,8 @@ int mca_coll_gpu_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts
                                 ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    bool rdev = coll_gpu_data_on_device(rbuf, dtype, 0),
+         sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_data_on_device(sbuf, dtype, 0);
     int rc;
     if (coll_gpu_team_try_v(m, GPUCOLL_COLL_REDUCE_SCATTER, sbuf, rbuf, rcounts, NULL, NULL, NULL, dtype, op,
                             rdev && sdev, &rc))
@@ -57,7 +58,7 @@ int mca_coll_gpu_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcount
                                  mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, dtype, 0) && !coll_gpu_data_on_device(rbuf, dtype, 0))
         return m->prev.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request, m->prev.ireduce_scatter_module);
     int size = ompi_comm_size(comm);
     return reduce_scatter_staged(sbuf, rbuf, sum_counts(rcounts, size), (size_t)rcounts[ompi_comm_rank(comm)],
@@ -68,7 +69,8 @@ int mca_coll_gpu_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, 
                                       ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    bool rdev = coll_gpu_is_device(rbuf), sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_is_device(sbuf);
+    bool rdev = coll_gpu_data_on_device(rbuf, dtype, 0),
+         sdev = sbuf == MPI_IN_PLACE ? rdev : coll_gpu_data_on_device(sbuf, dtype, 0);
     int rc;
     if (coll_gpu_team_try(m, GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, rcount, dtype, op, 0, rdev && sdev, &rc))
         return rc;
@@ -89,7 +91,7 @@ int mca_coll_gpu_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                          .rcount = (size_t)rcount, .rdtype = dtype, .op = op};
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
-    if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))
+    if (!coll_gpu_data_on_device(sbuf, dtype, 0) && !coll_gpu_data_on_device(rbuf, dtype, 0))
         return m->prev.ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
                                              m->prev.ireduce_scatter_block_module);
     size_t size = (size_t)ompi_comm_size(comm);

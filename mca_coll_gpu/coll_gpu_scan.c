@@ -27,7 +27,7 @@ static int scan_staged(bool exclusive, const void *sbuf, void *rbuf, int count, 
                             ompi_communicator_t *comm, mca_coll_base_module_t *module)                          \
     {                                                                                                           \
         mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);                                                     \
-        if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))                                             \
+        if (!coll_gpu_data_on_device(sbuf, dtype, 0) && !coll_gpu_data_on_device(rbuf, dtype, 0))               \
             return m->prev.name(sbuf, rbuf, count, dtype, op, comm, m->prev.name##_module);                     \
         return scan_staged(exclusive, sbuf, rbuf, count, dtype, op, comm, NULL, m);                             \
     }                                                                                                           \
@@ -35,7 +35,7 @@ static int scan_staged(bool exclusive, const void *sbuf, void *rbuf, int count, 
                              ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module) \
     {                                                                                                           \
         mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);                                                     \
-        if (!coll_gpu_is_device(sbuf) && !coll_gpu_is_device(rbuf))                                             \
+        if (!coll_gpu_data_on_device(sbuf, dtype, 0) && !coll_gpu_data_on_device(rbuf, dtype, 0))               \
             return m->prev.i##name(sbuf, rbuf, count, dtype, op, comm, request, m->prev.i##name##_module);      \
         return scan_staged(exclusive, sbuf, rbuf, count, dtype, op, comm, request, m);                          \
     }

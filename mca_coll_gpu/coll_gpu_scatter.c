@@ -1,9 +1,11 @@
 /* MPI_Scatter(v) / MPI_Iscatter(v): always staged (rooted, rarely hot). */
 #include "coll_gpu.h"
 
-static bool scatter_any_device(const void *sbuf, void *rbuf, int root, ompi_communicator_t *comm)
+static bool scatter_any_device(const void *sbuf, ompi_datatype_t *sdtype, void *rbuf, ompi_datatype_t *rdtype, int root,
+                          ompi_communicator_t *comm)
 {
-    return coll_gpu_is_device(rbuf) || (ompi_comm_rank(comm) == root && coll_gpu_is_device(sbuf));
+    return coll_gpu_data_on_device(rbuf, rdtype, 0) ||
+           (ompi_comm_rank(comm) == root && coll_gpu_data_on_device(sbuf, sdtype, 0));
 }
 
 static int scatter_staged(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
@@ -29,7 +31,7 @@ int mca_coll_gpu_scatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, 
                          ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!scatter_any_device(sbuf, rbuf, root, comm))
+    if (!scatter_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
         return m->prev.scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, m->prev.scatter_module);
     return scatter_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, NULL, m);
 }
@@ -39,7 +41,7 @@ int mca_coll_gpu_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdtype,
                           mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!scatter_any_device(sbuf, rbuf, root, comm))
+    if (!scatter_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
         return m->prev.iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
                                 m->prev.iscatter_module);
     return scatter_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request, m);
@@ -70,7 +72,7 @@ int mca_coll_gpu_scatterv(const void *sbuf, const int *scounts, const int *displ
                           mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!scatter_any_device(sbuf, rbuf, root, comm))
+    if (!scatter_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
         return m->prev.scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm,
                                 m->prev.scatterv_module);
     return scatterv_staged(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm, NULL, m);
@@ -81,7 +83,7 @@ int mca_coll_gpu_iscatterv(const void *sbuf, const int *scounts, const int *disp
                            ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (!scatter_any_device(sbuf, rbuf, root, comm))
+    if (!scatter_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
         return m->prev.iscatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm, request,
                                  m->prev.iscatterv_module);
     return scatterv_staged(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm, request, m);

@@ -27,7 +27,7 @@ bool coll_gpu_self_copy(mca_coll_gpu_module_t *m, const void *sbuf, size_t scoun
         return false;
     /* Callers come here with a device buffer only (calls on host memory go
      * to Open MPI first): no second look at the pointers. */
-    bool in_place = sbuf == MPI_IN_PLACE || rbuf == MPI_IN_PLACE || sbuf == rbuf;
+    bool in_place = sbuf == MPI_IN_PLACE || rbuf == MPI_IN_PLACE || (sbuf == rbuf && sbuf != MPI_BOTTOM);
     *rc = OMPI_SUCCESS;
     if (!in_place) {
         const char *from, *to;

@@ -35,11 +35,29 @@ bool coll_gpu_is_device(const void *ptr)
     return gpucoll_mem_kind(ptr) != GPUCOLL_MEM_HOST;
 }
 
+bool coll_gpu_data_on_device(const void *buf, ompi_datatype_t *dtype, ptrdiff_t displ)
+{
+    if (buf != MPI_BOTTOM || dtype == NULL || dtype == MPI_DATATYPE_NULL) return coll_gpu_is_device(buf);
+    ptrdiff_t true_lb, true_extent;
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    return coll_gpu_is_device((const char *)buf + displ + true_lb);
+}
+
+bool coll_gpu_w_data_on_device(const void *buf, ompi_datatype_t *const *dtypes, const int *counts,
+                               const int *displs, const MPI_Aint *adispls, int n)
+{
+    if (buf != MPI_BOTTOM) return coll_gpu_is_device(buf);
+    for (int i = 0; i < n; i++) /* the first block that holds data says where they all are */
+        if (counts[i] > 0) return coll_gpu_data_on_device(buf, dtypes[i], displs ? displs[i] : adispls[i]);
+    return false;
+}
+
 coll_gpu_stage_t *coll_gpu_stage_new(void) { return calloc(1, sizeof(coll_gpu_stage_t)); }
 
 static void *stage_region(coll_gpu_stage_t *st, const void *buf, ptrdiff_t lo, ptrdiff_t hi, bool in, bool out)
 {
-    if (st == NULL || st->error || hi <= lo || !coll_gpu_is_device(buf)) return (void *)buf;
+    /* The data's own first byte: with MPI_BOTTOM the datatype holds the address. */
+    if (st == NULL || st->error || hi <= lo || !coll_gpu_is_device((const char *)buf + lo)) return (void *)buf;
     if (st->n == COLL_GPU_STAGE_MAX) {
         st->error = OMPI_ERR_BAD_PARAM;
         return (void *)buf;
