@@ -198,9 +198,27 @@ static int call_prev(const inter_call_t *c, ompi_communicator_t *comm, ompi_requ
     return OMPI_ERR_BAD_PARAM;
 }
 
+/* MPI_IN_PLACE in a buffer this rank's role makes significant: MPI defines
+ * none on intercommunicators, and Open MPI's argument checks let it through
+ * to some modules (reduce_scatter), which then use it as an address. */
+static bool in_place_given(const inter_call_t *c)
+{
+    const bool root = c->root == MPI_ROOT;
+    switch (c->kind) {
+    case I_BCAST: return false;
+    case I_GATHER: case I_GATHERV: case I_REDUCE: return root ? c->rbuf == MPI_IN_PLACE : c->sbuf == MPI_IN_PLACE;
+    case I_SCATTER: case I_SCATTERV: return root ? c->sbuf == MPI_IN_PLACE : c->rbuf == MPI_IN_PLACE;
+    default: return c->sbuf == MPI_IN_PLACE || c->rbuf == MPI_IN_PLACE;
+    }
+}
+
 static int run(inter_call_t c, ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
+    if (significant(&c) && in_place_given(&c)) {
+        opal_output(0, "coll:gpu: %s: MPI_IN_PLACE is not defined on an intercommunicator", comm->c_name);
+        return MPI_ERR_ARG;
+    }
     if (!significant(&c) || !on_device(&c, comm))
         return call_prev(&c, comm, request, &m->prev);
     coll_gpu_stage_t *st = coll_gpu_stage_new();

@@ -11,7 +11,8 @@
  * with the root in either group: its rank passes MPI_ROOT, the rest of its
  * group MPI_PROC_NULL (whose buffers must stay untouched). Counts are uneven
  * in the v and w kinds, with gaps between blocks that must keep their
- * poison. Exit 77 below 2 ranks, or without a GPU in device mode. */
+ * poison. MPI_IN_PLACE, which MPI does not define there, must give an
+ * error. Exit 77 below 2 ranks, or without a GPU in device mode. */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -364,6 +365,19 @@ int main(int argc, char **argv)
     MPI_Comm_size(inter, &L);
     MPI_Comm_remote_size(inter, &R);
 
+    /* MPI_IN_PLACE is not defined here: an error, not a crash (Open MPI's
+     * own argument check misses it for reduce_scatter) */
+    {
+        int rcounts[kMaxRanks], *buf = test_mem_alloc(on_device, -1, sizeof(int) * kMaxRanks);
+        for (int i = 0; i < L; i++) rcounts[i] = 1;
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+        int rc = MPI_Reduce_scatter(MPI_IN_PLACE, buf, rcounts, MPI_INT, MPI_SUM, inter);
+        checks++;
+        if (rc == MPI_SUCCESS && failures++ < 20)
+            fprintf(stderr, "group %d rank %d: FAIL reduce_scatter with MPI_IN_PLACE succeeded\n", group, me);
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_ARE_FATAL);
+        test_mem_free(on_device, buf);
+    }
 #ifdef P
     const int forms = F_FORMS;
 #else
