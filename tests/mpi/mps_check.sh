@@ -12,7 +12,11 @@
 #     a sweep of large messages;
 #  4. a forced timeout (peer_give_up: one rank held past the other's timeout),
 #     after which the next job on the GPU must still run: a process killed
-#     with a kernel still spinning takes the MPS server down.
+#     with a kernel still spinning takes the MPS server down;
+#  5. where the machine has two GPUs or more: coll_check at 4 and 8 ranks
+#     spread over them (rank i on GPU i % GPUs: teams with peers on their own
+#     GPU and on the other). The sweeps above spread the same way already
+#     (gpucoll-bench takes GPU local rank % GPUs).
 # Exits 77 where there is no GPU or no MPS control program, or where the
 # daemon cannot start (another one owns the GPU).
 # Usage: mps_check.sh MPIEXEC COLL_CHECK GPUCOLL_BENCH PEER_GIVE_UP [RANKS...]
@@ -91,6 +95,22 @@ if ! run vn_sweep_np4 "${mpi[@]}" -n 4 --mca coll_gpu_virtual_node_size 2 --mca 
     --paths mpi; then
   cat "$dir/vn_sweep_np4.tail"
   fail "sweep over virtual nodes"
+fi
+
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
+if [ "$ngpus" -ge 2 ]; then
+  for np in 4 8; do
+    if run "spread_np$np" "${mpi[@]}" -n "$np" --mca coll_gpu_verbose 10 --mca coll_gpu_timeout_ms 5000 \
+        "$coll_check" --mem device; then
+      grep -h "coll_check (" "$dir/spread_np$np.log"
+      grep -q "under MPS" "$dir/spread_np$np.log" || fail "spread np$np: no peer-to-peer team under MPS"
+    else
+      cat "$dir/spread_np$np.tail"
+      fail "coll_check at $np ranks over $ngpus GPUs"
+    fi
+  done
+else
+  echo "mps_check: one GPU: the placement over several GPUs not run"
 fi
 
 if run give_up "$give_up"; then
