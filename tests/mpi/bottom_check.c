@@ -14,17 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(OPEN_MPI) && MPI_VERSION < 4
-#include <mpi-ext.h>
-#endif
 
+#include "test_forms.h"
 #include "test_gpu.h"
-
-#if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
-#define P(name) MPI_##name##_init
-#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define P(name) MPIX_##name##_init
-#endif
 
 enum { kN = 1000, kMax = 64 };
 enum form { F_BLOCKING, F_NONBLOCKING, F_PERSISTENT, F_FORMS };
@@ -181,13 +173,8 @@ int main(int argc, char **argv)
         check_comm(MPI_COMM_SELF, 0, f);
         check_comm(ring, 1, f);
     }
-    int total_fail = 0, total_checks = 0;
-    MPI_Reduce(&failures, &total_fail, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&checks, &total_checks, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("bottom_check (%s memory, %d ranks): %d checks, %d failed\n", on_device ? "device" : "host", world,
-               total_checks, total_fail);
+    int rc = test_tally(failures, checks, "bottom_check (%s memory, %d ranks)", on_device ? "device" : "host", world);
     MPI_Comm_free(&ring);
     MPI_Finalize();
-    return total_fail ? 1 : 0;
+    return rc;
 }

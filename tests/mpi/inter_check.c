@@ -18,17 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(OPEN_MPI) && MPI_VERSION < 4
-#include <mpi-ext.h>
-#endif
 
+#include "test_forms.h"
 #include "test_gpu.h"
-
-#if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
-#define P(name) MPI_##name##_init
-#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define P(name) MPIX_##name##_init
-#endif
 
 enum { kPoison = -1, kMaxRanks = 64 };
 enum kind { K_BCAST, K_GATHER, K_GATHERV, K_SCATTER, K_SCATTERV, K_ALLGATHER, K_ALLGATHERV, K_ALLTOALL,
@@ -390,14 +382,10 @@ int main(int argc, char **argv)
             for (int k = 0; k < K_KINDS; k++)
                 for (int rootg = 0; rootg < (rooted(k) ? 2 : 1); rootg++) run(k, f, sizes[z], rootg);
 
-    int total_fail = 0, total_checks = 0;
-    MPI_Reduce(&failures, &total_fail, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&checks, &total_checks, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (wrank == 0)
-        printf("inter_check (%s memory, %d + %d ranks): %d checks, %d failed\n", on_device ? "device" : "host", lower,
-               world - lower, total_checks, total_fail);
+    int rc = test_tally(failures, checks, "inter_check (%s memory, %d + %d ranks)", on_device ? "device" : "host", lower,
+                        world - lower);
     MPI_Comm_free(&inter);
     MPI_Comm_free(&local);
     MPI_Finalize();
-    return total_fail ? 1 : 0;
+    return rc;
 }

@@ -22,18 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(OPEN_MPI) && MPI_VERSION < 4
-#include <mpi-ext.h>
-#endif
 
+#include "test_forms.h"
 #include "test_gpu.h"
-
-/* Open MPI 5.0 has MPI-4's MPI_<coll>_init while it reports MPI 3.1. */
-#if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
-#define P(name) MPI_##name##_init
-#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define P(name) MPIX_##name##_init
-#endif
 
 enum { kMaxDeg = 8, kPoison = -1 };
 enum kind { K_ALLGATHER, K_ALLGATHERV, K_ALLTOALL, K_ALLTOALLV, K_ALLTOALLW, K_WORLD_ALLTOALLW, K_KINDS };
@@ -386,13 +377,8 @@ int main(int argc, char **argv)
             }
         }
 
-    int total_fail = 0, total_checks = 0;
-    MPI_Reduce(&failures, &total_fail, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&checks, &total_checks, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (me == 0)
-        printf("neighbor_check (%s memory, %d ranks): %d checks, %d failed\n", on_device ? "device" : "host", world,
-               total_checks, total_fail);
+    int rc = test_tally(failures, checks, "neighbor_check (%s memory, %d ranks)", on_device ? "device" : "host", world);
     for (int i = 0; i < nt; i++) MPI_Comm_free(&topos[i].comm);
     MPI_Finalize();
-    return total_fail ? 1 : 0;
+    return rc;
 }

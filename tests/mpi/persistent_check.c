@@ -16,18 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(OPEN_MPI) && MPI_VERSION < 4
-#include <mpi-ext.h>
-#endif
 
+#include "test_forms.h"
 #include "test_gpu.h"
-
-/* Open MPI 5.0 has MPI-4's MPI_<coll>_init while it reports MPI 3.1. */
-#if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
-#define P(name) MPI_##name##_init
-#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define P(name) MPIX_##name##_init
-#endif
 
 #ifndef P
 int main(int argc, char **argv)
