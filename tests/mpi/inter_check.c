@@ -300,7 +300,10 @@ static int post(call_t *c, enum kind k, enum form f, int n, MPI_Request *q)
 #endif
 }
 
-static int rooted(enum kind k) { return k == K_BCAST || k == K_GATHER || k == K_GATHERV || k == K_SCATTER || k == K_SCATTERV || k == K_REDUCE; }
+static int rooted(enum kind k)
+{
+    return k == K_BCAST || k == K_GATHER || k == K_GATHERV || k == K_SCATTER || k == K_SCATTERV || k == K_REDUCE;
+}
 
 static void run(enum kind k, enum form f, int n, int rootg)
 {
