@@ -1,4 +1,5 @@
 // Memory queries, copies and the pinned host cache behind the staged path.
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -59,6 +60,10 @@ extern "C" gpucoll_mem_kind_t gpucoll_mem_kind(const void *ptr)
 extern "C" gpucoll_status_t gpucoll_copy(void *dst, const void *src, size_t bytes)
 {
     if (bytes == 0) return GPUCOLL_SUCCESS;
+    if (!gpu_port_driver_present()) { // no driver, no device memory: every byte is the host's
+        memcpy(dst, src, bytes);
+        return GPUCOLL_SUCCESS;
+    }
     gpuError_t e = gpuMemcpy(dst, src, bytes, gpuMemcpyDefault);
     if (e != gpuSuccess)
         return gpucoll_fail(GPUCOLL_ERR_GPU, "copy of %zu bytes from %p to %p failed: %s", bytes, src, dst,

@@ -32,6 +32,7 @@ typedef struct mca_coll_gpu_component_t {
     int verbose;
     bool enable;
     bool select_without_gpu; /* tests: stay selected with no driver, pass everything through */
+    bool stage_host_buffers; /* tests: host buffers taken for device ones, so every call is staged */
     int output;              /* opal_output stream, verbosity = verbose */
     size_t staging_pinned_max_bytes; /* staged copies larger than this are pageable (0: no limit) */
     gpucoll_config_t config; /* what the core reads */

@@ -24,7 +24,7 @@ mca_coll_gpu_component_t mca_coll_gpu_component = {
         .collm_init_query = mca_coll_gpu_init_query,
         .collm_comm_query = mca_coll_gpu_comm_query,
     },
-    /* priority, verbose, enable, select_without_gpu and staging_pinned_max_bytes: gpu_params[] */
+    /* priority, verbose, enable, select_without_gpu, stage_host_buffers and staging_pinned_max_bytes: gpu_params[] */
     .output = -1,
 };
 
@@ -126,6 +126,10 @@ static const gpu_param_t gpu_params[] = {
     {.name = "select_without_gpu", COMP_BOOL(select_without_gpu), .level = OPAL_INFO_LVL_9, .def.b = false,
      .help = "Stay selected on machines with no GPU driver, passing every call "
              "through (for testing selection and host behaviour without a GPU)"},
+    {.name = "stage_host_buffers", COMP_BOOL(stage_host_buffers), .level = OPAL_INFO_LVL_9, .def.b = false,
+     .help = "Take host buffers for device buffers: every call with data goes through the staged path "
+             "(copies to and from host memory around the displaced collective), never the GPU kernels. "
+             "For testing the staged path's extents on machines without a GPU; slower, never faster"},
     {.name = "path", CFG_ENUM(path, path_values), .level = OPAL_INFO_LVL_5, .def.i = GPUCOLL_PATH_AUTO,
      .help = "How device-buffer collectives run: auto (peer-to-peer GPU kernels where every rank of "
              "the communicator shares a node and has device buffers, else staged), staged (always copy "

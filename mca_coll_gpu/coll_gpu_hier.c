@@ -158,7 +158,8 @@ bool coll_gpu_hier_wanted(mca_coll_gpu_module_t *m)
      * and the parameters are the same everywhere. */
     bool virt = cfg->virtual_node_size > 0 && cfg->virtual_node_size < size;
     if (!spans && !virt) return false;
-    if (cfg->inter_path == GPUCOLL_INTER_STAGED || cfg->path == GPUCOLL_PATH_STAGED) {
+    if (cfg->inter_path == GPUCOLL_INTER_STAGED || cfg->path == GPUCOLL_PATH_STAGED ||
+        mca_coll_gpu_component.stage_host_buffers) {
         COLL_GPU_VERBOSE(10, "%s spans %s nodes: no hierarchical path (staged by parameter)", comm->c_name,
                          spans ? "real" : "virtual");
         return false;

@@ -118,7 +118,9 @@ static bool team_eligible(ompi_communicator_t *comm)
 {
     const gpucoll_config_t *cfg = &mca_coll_gpu_component.config;
     int size = ompi_comm_size(comm);
-    if (cfg->path == GPUCOLL_PATH_STAGED || size < 2 || !gpucoll_driver_present()) return false;
+    if (cfg->path == GPUCOLL_PATH_STAGED || mca_coll_gpu_component.stage_host_buffers || size < 2 ||
+        !gpucoll_driver_present())
+        return false;
     /* Virtual nodes split this communicator: the hierarchical path serves it. */
     if (cfg->virtual_node_size > 0 && cfg->virtual_node_size < size) return false;
     if (size > cfg->max_peers) {

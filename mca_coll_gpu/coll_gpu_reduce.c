@@ -64,7 +64,7 @@ int mca_coll_gpu_reduce_local(const void *inbuf, void *inoutbuf, int count, ompi
         return m->prev.reduce_local(inbuf, inoutbuf, count, dtype, op, m->prev.reduce_local_module);
     gpucoll_dtype_t gd = coll_gpu_map_dtype(dtype);
     gpucoll_op_t go = gd == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, gd);
-    if (in_dev && io_dev && go != GPUCOLL_OP_NONE && count > 0) {
+    if (in_dev && io_dev && go != GPUCOLL_OP_NONE && count > 0 && !mca_coll_gpu_component.stage_host_buffers) {
         gpucoll_status_t st = gpucoll_local_reduce(inoutbuf, inbuf, (size_t)count, gd, go);
         if (st == GPUCOLL_SUCCESS) return OMPI_SUCCESS;
         if (st != GPUCOLL_ERR_UNSUPPORTED) return coll_gpu_error(st, "MPI_Reduce_local on the GPU");

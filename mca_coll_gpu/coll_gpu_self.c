@@ -22,7 +22,7 @@ bool coll_gpu_self_copy(mca_coll_gpu_module_t *m, const void *sbuf, size_t scoun
                         void *rbuf, size_t rcount, ompi_datatype_t *rdtype, ompi_request_t **request, int *rc)
 {
     ompi_communicator_t *comm = m->comm;
-    if (ompi_comm_size(comm) != 1 || m->force_staged ||
+    if (ompi_comm_size(comm) != 1 || m->force_staged || mca_coll_gpu_component.stage_host_buffers ||
         mca_coll_gpu_component.config.path == GPUCOLL_PATH_STAGED)
         return false;
     /* Callers come here with a device buffer only (calls on host memory go

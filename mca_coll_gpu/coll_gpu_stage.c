@@ -7,10 +7,14 @@
 #include <stdlib.h>
 
 #define COLL_GPU_STAGE_MAX 2
+/* Room to move a copy by, so that two staged buffers never come out as one
+ * pointer: see stage_region. */
+enum { kStageSlack = 64 };
 
 typedef struct stage_buf {
     char *user;        /* the caller's pointer */
     char *host;        /* host copy of [user + lo, user + hi): pinned, or pageable */
+    char *alloc;       /* what was allocated: host, or kStageSlack bytes before it */
     bool pageable;
     ptrdiff_t lo, hi;  /* staged region, relative to user */
     ptrdiff_t out_lo, out_hi; /* part copied back (empty: nothing) */
@@ -32,7 +36,7 @@ struct coll_gpu_stage {
 bool coll_gpu_is_device(const void *ptr)
 {
     if (ptr == NULL || ptr == MPI_IN_PLACE || ptr == MPI_BOTTOM) return false;
-    return gpucoll_mem_kind(ptr) != GPUCOLL_MEM_HOST;
+    return mca_coll_gpu_component.stage_host_buffers || gpucoll_mem_kind(ptr) != GPUCOLL_MEM_HOST;
 }
 
 bool coll_gpu_data_on_device(const void *buf, ompi_datatype_t *dtype, ptrdiff_t displ)
@@ -64,12 +68,19 @@ static void *stage_region(coll_gpu_stage_t *st, const void *buf, ptrdiff_t lo, p
     }
     stage_buf_t *b = &st->buf[st->n];
     size_t bytes = (size_t)(hi - lo), pinned_max = mca_coll_gpu_component.staging_pinned_max_bytes;
-    b->host = pinned_max == 0 || bytes <= pinned_max ? gpucoll_host_alloc(bytes) : NULL;
-    b->pageable = b->host == NULL;
-    if (b->pageable && (b->host = malloc(bytes)) == NULL) {
+    const size_t room = bytes + kStageSlack;
+    b->alloc = pinned_max == 0 || room <= pinned_max ? gpucoll_host_alloc(room) : NULL;
+    b->pageable = b->alloc == NULL;
+    if (b->pageable && (b->alloc = malloc(room)) == NULL) {
         st->error = coll_gpu_error(GPUCOLL_ERR_NO_MEMORY, "staging a device buffer in host memory");
         return (void *)buf;
     }
+    /* A send and a receive buffer given as MPI_BOTTOM (the types holding the
+     * addresses) come back as host - lo each, and could come back equal:
+     * the displaced module would take the call for one in place. */
+    b->host = b->alloc;
+    for (int i = 0; i < st->n; i++)
+        if (st->buf[i].host - st->buf[i].lo == b->host - lo) b->host = b->alloc + kStageSlack;
     b->user = (char *)buf;
     b->lo = lo;
     b->hi = hi;
@@ -169,8 +180,8 @@ int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc)
                                               (size_t)(b->out_hi - b->out_lo));
             if (s != GPUCOLL_SUCCESS) rc = coll_gpu_error(s, "copying a result back to the device");
         }
-        if (b->pageable) free(b->host);
-        else gpucoll_host_free(b->host, (size_t)(b->hi - b->lo));
+        if (b->pageable) free(b->alloc);
+        else gpucoll_host_free(b->alloc, (size_t)(b->hi - b->lo) + kStageSlack);
     }
     free(st);
     return rc;
