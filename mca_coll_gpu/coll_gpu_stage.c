@@ -7,14 +7,10 @@
 #include <stdlib.h>
 
 #define COLL_GPU_STAGE_MAX 2
-/* Room to move a copy by, so that two staged buffers never come out as one
- * pointer: see stage_region. */
-enum { kStageSlack = 64 };
 
 typedef struct stage_buf {
     char *user;        /* the caller's pointer */
     char *host;        /* host copy of [user + lo, user + hi): pinned, or pageable */
-    char *alloc;       /* what was allocated: host, or kStageSlack bytes before it */
     bool pageable;
     ptrdiff_t lo, hi;  /* staged region, relative to user */
     ptrdiff_t out_lo, out_hi; /* part copied back (empty: nothing) */
@@ -58,6 +54,22 @@ bool coll_gpu_w_data_on_device(const void *buf, ompi_datatype_t *const *dtypes, 
 
 coll_gpu_stage_t *coll_gpu_stage_new(void) { return calloc(1, sizeof(coll_gpu_stage_t)); }
 
+/* Host memory for a copy: pinned up to staging_pinned_max_bytes (or when
+ * that cannot be had, *pageable), NULL if there is none at all. */
+static char *host_alloc(size_t bytes, bool *pageable)
+{
+    size_t pinned_max = mca_coll_gpu_component.staging_pinned_max_bytes;
+    char *p = pinned_max == 0 || bytes <= pinned_max ? gpucoll_host_alloc(bytes) : NULL;
+    *pageable = p == NULL;
+    return p ? p : malloc(bytes);
+}
+
+static void host_free(char *p, size_t bytes, bool pageable)
+{
+    if (pageable) free(p);
+    else gpucoll_host_free(p, bytes);
+}
+
 static void *stage_region(coll_gpu_stage_t *st, const void *buf, ptrdiff_t lo, ptrdiff_t hi, bool in, bool out)
 {
     /* The data's own first byte: with MPI_BOTTOM the datatype holds the address. */
@@ -67,20 +79,27 @@ static void *stage_region(coll_gpu_stage_t *st, const void *buf, ptrdiff_t lo, p
         return (void *)buf;
     }
     stage_buf_t *b = &st->buf[st->n];
-    size_t bytes = (size_t)(hi - lo), pinned_max = mca_coll_gpu_component.staging_pinned_max_bytes;
-    const size_t room = bytes + kStageSlack;
-    b->alloc = pinned_max == 0 || room <= pinned_max ? gpucoll_host_alloc(room) : NULL;
-    b->pageable = b->alloc == NULL;
-    if (b->pageable && (b->alloc = malloc(room)) == NULL) {
+    size_t bytes = (size_t)(hi - lo);
+    if ((b->host = host_alloc(bytes, &b->pageable)) == NULL) {
         st->error = coll_gpu_error(GPUCOLL_ERR_NO_MEMORY, "staging a device buffer in host memory");
         return (void *)buf;
     }
     /* A send and a receive buffer given as MPI_BOTTOM (the types holding the
-     * addresses) come back as host - lo each, and could come back equal:
-     * the displaced module would take the call for one in place. */
-    b->host = b->alloc;
-    for (int i = 0; i < st->n; i++)
-        if (st->buf[i].host - st->buf[i].lo == b->host - lo) b->host = b->alloc + kStageSlack;
+     * addresses) come back as host - lo each, and could come back equal: the
+     * displaced module would take the call for one in place. A second copy,
+     * taken while the first is held, lies elsewhere. */
+    for (int i = 0; i < st->n; i++) {
+        if (st->buf[i].host - st->buf[i].lo != b->host - lo) continue;
+        bool pageable;
+        char *other = host_alloc(bytes, &pageable);
+        host_free(b->host, bytes, b->pageable);
+        b->host = other;
+        b->pageable = pageable;
+        if (other == NULL) {
+            st->error = coll_gpu_error(GPUCOLL_ERR_NO_MEMORY, "staging a device buffer in host memory");
+            return (void *)buf;
+        }
+    }
     b->user = (char *)buf;
     b->lo = lo;
     b->hi = hi;
@@ -180,8 +199,7 @@ int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc)
                                               (size_t)(b->out_hi - b->out_lo));
             if (s != GPUCOLL_SUCCESS) rc = coll_gpu_error(s, "copying a result back to the device");
         }
-        if (b->pageable) free(b->alloc);
-        else gpucoll_host_free(b->alloc, (size_t)(b->hi - b->lo) + kStageSlack);
+        host_free(b->host, (size_t)(b->hi - b->lo), b->pageable);
     }
     free(st);
     return rc;
