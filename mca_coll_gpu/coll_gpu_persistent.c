@@ -121,105 +121,59 @@ static int persist_start_queued(coll_gpu_persist_t *p)
     return 1;
 }
 
-/* The same on an intercommunicator (no scan, exscan or neighbourhood kinds). */
-static int start_inner_inter(coll_gpu_persist_t *p, ompi_request_t **r)
-{
-    mca_coll_base_module_t *m = p->module;
-    ompi_communicator_t *c = p->comm;
-    switch (p->kind) {
-    case P_ALLREDUCE: return mca_coll_gpu_inter_iallreduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
-    case P_REDUCE:
-        return mca_coll_gpu_inter_ireduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, p->root, c, r, m);
-    case P_BCAST: return mca_coll_gpu_inter_ibcast(p->rbuf, p->rcount, p->rdtype, p->root, c, r, m);
-    case P_ALLGATHER:
-        return mca_coll_gpu_inter_iallgather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
-    case P_ALLGATHERV:
-        return mca_coll_gpu_inter_iallgatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
-                                              p->rdtype, c, r, m);
-    case P_ALLTOALL:
-        return mca_coll_gpu_inter_ialltoall(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
-    case P_ALLTOALLV:
-        return mca_coll_gpu_inter_ialltoallv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcounts,
-                                             p->rdispls, p->rdtype, c, r, m);
-    case P_ALLTOALLW:
-        return mca_coll_gpu_inter_ialltoallw(p->sbuf, p->scounts, p->sdispls, p->sdtypes, p->rbuf, p->rcounts,
-                                             p->rdispls, p->rdtypes, c, r, m);
-    case P_REDUCE_SCATTER:
-        return mca_coll_gpu_inter_ireduce_scatter(p->sbuf, p->rbuf, p->rcounts, p->rdtype, p->op, c, r, m);
-    case P_REDUCE_SCATTER_BLOCK:
-        return mca_coll_gpu_inter_ireduce_scatter_block(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
-    case P_GATHER:
-        return mca_coll_gpu_inter_igather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root, c,
-                                          r, m);
-    case P_GATHERV:
-        return mca_coll_gpu_inter_igatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls, p->rdtype,
-                                           p->root, c, r, m);
-    case P_SCATTER:
-        return mca_coll_gpu_inter_iscatter(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root, c,
-                                           r, m);
-    case P_SCATTERV:
-        return mca_coll_gpu_inter_iscatterv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcount,
-                                            p->rdtype, p->root, c, r, m);
-    default: return OMPI_ERR_NOT_SUPPORTED;
-    }
-}
-
-/* The nonblocking collective for one start of `p`. */
+/* The nonblocking collective for one start of `p`, through the module's
+ * own slot: on an intercommunicator that is the intercommunicator entry
+ * (coll_gpu_inter.c), elsewhere the ordinary one; a slot left empty (no
+ * module below provides it) is an error, not a call through NULL. */
+#define START(slot, ...) (m->coll_##slot ? m->coll_##slot(__VA_ARGS__, c, r, m) : OMPI_ERR_NOT_SUPPORTED)
 static int start_inner(coll_gpu_persist_t *p, ompi_request_t **r)
 {
     mca_coll_base_module_t *m = p->module;
     ompi_communicator_t *c = p->comm;
-    if (OMPI_COMM_IS_INTER(c)) return start_inner_inter(p, r);
     switch (p->kind) {
-    case P_ALLREDUCE: return mca_coll_gpu_iallreduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
-    case P_REDUCE: return mca_coll_gpu_ireduce(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, p->root, c, r, m);
-    case P_BCAST: return mca_coll_gpu_ibcast(p->rbuf, p->rcount, p->rdtype, p->root, c, r, m);
-    case P_ALLGATHER:
-        return mca_coll_gpu_iallgather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
+    case P_ALLREDUCE: return START(iallreduce, p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op);
+    case P_REDUCE: return START(ireduce, p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, p->root);
+    case P_BCAST: return START(ibcast, p->rbuf, p->rcount, p->rdtype, p->root);
+    case P_ALLGATHER: return START(iallgather, p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype);
     case P_ALLGATHERV:
-        return mca_coll_gpu_iallgatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls, p->rdtype, c,
-                                        r, m);
-    case P_ALLTOALL:
-        return mca_coll_gpu_ialltoall(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
+        return START(iallgatherv, p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls, p->rdtype);
+    case P_ALLTOALL: return START(ialltoall, p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype);
     case P_ALLTOALLV:
-        return mca_coll_gpu_ialltoallv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
-                                       p->rdtype, c, r, m);
-    case P_REDUCE_SCATTER:
-        return mca_coll_gpu_ireduce_scatter(p->sbuf, p->rbuf, p->rcounts, p->rdtype, p->op, c, r, m);
-    case P_REDUCE_SCATTER_BLOCK:
-        return mca_coll_gpu_ireduce_scatter_block(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
-    case P_GATHER:
-        return mca_coll_gpu_igather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root, c, r, m);
-    case P_GATHERV:
-        return mca_coll_gpu_igatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls, p->rdtype,
-                                     p->root, c, r, m);
-    case P_SCATTER:
-        return mca_coll_gpu_iscatter(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root, c, r, m);
-    case P_SCATTERV:
-        return mca_coll_gpu_iscatterv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcount, p->rdtype,
-                                      p->root, c, r, m);
+        return START(ialltoallv, p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
+                     p->rdtype);
     case P_ALLTOALLW:
-        return mca_coll_gpu_ialltoallw(p->sbuf, p->scounts, p->sdispls, p->sdtypes, p->rbuf, p->rcounts, p->rdispls,
-                                       p->rdtypes, c, r, m);
+        return START(ialltoallw, p->sbuf, p->scounts, p->sdispls, p->sdtypes, p->rbuf, p->rcounts, p->rdispls,
+                     p->rdtypes);
+    case P_REDUCE_SCATTER: return START(ireduce_scatter, p->sbuf, p->rbuf, p->rcounts, p->rdtype, p->op);
+    case P_REDUCE_SCATTER_BLOCK:
+        return START(ireduce_scatter_block, p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op);
+    case P_GATHER:
+        return START(igather, p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root);
+    case P_GATHERV:
+        return START(igatherv, p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls, p->rdtype, p->root);
+    case P_SCATTER:
+        return START(iscatter, p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root);
+    case P_SCATTERV:
+        return START(iscatterv, p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcount, p->rdtype, p->root);
+    case P_SCAN: return START(iscan, p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op);
+    case P_EXSCAN: return START(iexscan, p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op);
     case P_NEIGHBOR_ALLGATHER:
-        return mca_coll_gpu_ineighbor_allgather(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r,
-                                                m);
+        return START(ineighbor_allgather, p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype);
     case P_NEIGHBOR_ALLGATHERV:
-        return mca_coll_gpu_ineighbor_allgatherv(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
-                                                 p->rdtype, c, r, m);
+        return START(ineighbor_allgatherv, p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcounts, p->rdispls,
+                     p->rdtype);
     case P_NEIGHBOR_ALLTOALL:
-        return mca_coll_gpu_ineighbor_alltoall(p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype, c, r, m);
+        return START(ineighbor_alltoall, p->sbuf, p->scount, p->sdtype, p->rbuf, p->rcount, p->rdtype);
     case P_NEIGHBOR_ALLTOALLV:
-        return mca_coll_gpu_ineighbor_alltoallv(p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcounts,
-                                                p->rdispls, p->rdtype, c, r, m);
+        return START(ineighbor_alltoallv, p->sbuf, p->scounts, p->sdispls, p->sdtype, p->rbuf, p->rcounts,
+                     p->rdispls, p->rdtype);
     case P_NEIGHBOR_ALLTOALLW:
-        return mca_coll_gpu_ineighbor_alltoallw(p->sbuf, p->scounts, p->sdispls_aint, p->sdtypes, p->rbuf,
-                                                p->rcounts, p->rdispls_aint, p->rdtypes, c, r, m);
-    case P_SCAN: return mca_coll_gpu_iscan(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
-    case P_EXSCAN: return mca_coll_gpu_iexscan(p->sbuf, p->rbuf, p->rcount, p->rdtype, p->op, c, r, m);
+        return START(ineighbor_alltoallw, p->sbuf, p->scounts, p->sdispls_aint, p->sdtypes, p->rbuf, p->rcounts,
+                     p->rdispls_aint, p->rdtypes);
     }
     return OMPI_ERR_BAD_PARAM;
 }
+#undef START
 
 static int persist_start(size_t count, ompi_request_t **requests)
 {
