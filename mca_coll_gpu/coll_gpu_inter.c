@@ -33,36 +33,32 @@ typedef struct {
     ompi_op_t *op;
 } inter_call_t;
 
-/* Where this rank's buffers matter at all. */
-static bool significant(const inter_call_t *c)
+/* Which of c's buffers this rank's role makes significant: the root's group
+ * passes no send buffer to gather and reduce and no receive buffer to
+ * scatter, MPI_PROC_NULL ranks pass none (nor valid datatypes for them). */
+typedef struct { bool send, recv; } roles_t;
+static roles_t roles(const inter_call_t *c)
 {
+    const bool root = c->root == MPI_ROOT, none = c->root == MPI_PROC_NULL;
     switch (c->kind) {
-    case I_BCAST: case I_GATHER: case I_GATHERV: case I_REDUCE: case I_SCATTER: case I_SCATTERV:
-        return c->root != MPI_PROC_NULL;
-    default: return true;
+    case I_BCAST: return (roles_t){false, !none}; /* root and receivers alike: rbuf */
+    case I_GATHER: case I_GATHERV: case I_REDUCE: return (roles_t){!root && !none, root};
+    case I_SCATTER: case I_SCATTERV: return (roles_t){root, !root && !none};
+    default: return (roles_t){true, true};
     }
 }
 
-/* A device buffer among those significant at this rank (a root's group
- * passes no send buffer to gather, no receive buffer to scatter and reduce;
- * their datatypes need not be valid either). */
-static bool on_device(const inter_call_t *c, ompi_communicator_t *comm)
+/* A device buffer among the significant ones. */
+static bool on_device(const inter_call_t *c, roles_t r, ompi_communicator_t *comm)
 {
-    const bool root = c->root == MPI_ROOT;
-    ompi_datatype_t *sdtype = c->sdtype ? c->sdtype : c->rdtype; /* reductions name one type */
-    switch (c->kind) {
-    case I_BCAST: return coll_gpu_data_on_device(c->rbuf, c->rdtype, 0);
-    case I_GATHER: case I_GATHERV: case I_REDUCE:
-        return root ? coll_gpu_data_on_device(c->rbuf, c->rdtype, 0) : coll_gpu_data_on_device(c->sbuf, sdtype, 0);
-    case I_SCATTER: case I_SCATTERV:
-        return root ? coll_gpu_data_on_device(c->sbuf, sdtype, 0) : coll_gpu_data_on_device(c->rbuf, c->rdtype, 0);
-    case I_ALLTOALLW: {
+    if (c->kind == I_ALLTOALLW) {
         const int n = ompi_comm_remote_size(comm);
         return coll_gpu_w_data_on_device(c->sbuf, c->sdtypes, c->scounts, c->sdispls, NULL, n) ||
                coll_gpu_w_data_on_device(c->rbuf, c->rdtypes, c->rcounts, c->rdispls, NULL, n);
     }
-    default: return coll_gpu_data_on_device(c->sbuf, sdtype, 0) || coll_gpu_data_on_device(c->rbuf, c->rdtype, 0);
-    }
+    ompi_datatype_t *sdtype = c->sdtype ? c->sdtype : c->rdtype; /* reductions name one type */
+    return (r.send && coll_gpu_data_on_device(c->sbuf, sdtype, 0)) ||
+           (r.recv && coll_gpu_data_on_device(c->rbuf, c->rdtype, 0));
 }
 
 /* Replaces c's buffers by their host copies in `st`. */
@@ -198,29 +194,18 @@ static int call_prev(const inter_call_t *c, ompi_communicator_t *comm, ompi_requ
     return OMPI_ERR_BAD_PARAM;
 }
 
-/* MPI_IN_PLACE in a buffer this rank's role makes significant: MPI defines
- * none on intercommunicators, and Open MPI's argument checks let it through
- * to some modules (reduce_scatter), which then use it as an address. */
-static bool in_place_given(const inter_call_t *c)
-{
-    const bool root = c->root == MPI_ROOT;
-    switch (c->kind) {
-    case I_BCAST: return false;
-    case I_GATHER: case I_GATHERV: case I_REDUCE: return root ? c->rbuf == MPI_IN_PLACE : c->sbuf == MPI_IN_PLACE;
-    case I_SCATTER: case I_SCATTERV: return root ? c->sbuf == MPI_IN_PLACE : c->rbuf == MPI_IN_PLACE;
-    default: return c->sbuf == MPI_IN_PLACE || c->rbuf == MPI_IN_PLACE;
-    }
-}
-
 static int run(inter_call_t c, ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    if (significant(&c) && in_place_given(&c)) {
+    const roles_t r = roles(&c);
+    /* MPI defines no MPI_IN_PLACE on intercommunicators, and Open MPI's
+     * argument checks let it through to some modules (reduce_scatter),
+     * which then use it as an address. */
+    if ((r.send && c.sbuf == MPI_IN_PLACE) || (r.recv && c.rbuf == MPI_IN_PLACE)) {
         opal_output(0, "coll:gpu: %s: MPI_IN_PLACE is not defined on an intercommunicator", comm->c_name);
         return MPI_ERR_ARG;
     }
-    if (!significant(&c) || !on_device(&c, comm))
-        return call_prev(&c, comm, request, &m->prev);
+    if (!on_device(&c, r, comm)) return call_prev(&c, comm, request, &m->prev);
     coll_gpu_stage_t *st = coll_gpu_stage_new();
     if (st) stage_buffers(st, &c, comm);
     int rc = coll_gpu_stage_failed(st);
