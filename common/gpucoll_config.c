@@ -13,7 +13,7 @@ void gpucoll_config_fill_defaults(gpucoll_config_t *c)
     if (c->threads_per_block < 32) c->threads_per_block = 32;
     if (c->threads_per_block > GPUCOLL_MAX_THREADS_PER_BLOCK) c->threads_per_block = GPUCOLL_MAX_THREADS_PER_BLOCK;
     c->threads_per_block -= c->threads_per_block % 32;
-    if (c->timeout_ms <= 0) c->timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
+    if (c->timeout_ms < 0) c->timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS; /* 0: no bound, the default */
     if (!c->direct_min_bytes) c->direct_min_bytes = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES;
     if (c->ipc_cache_entries <= 0) c->ipc_cache_entries = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES;
     if (c->resident_us < 0) c->resident_us = 0;

@@ -43,7 +43,8 @@ typedef struct gpucoll_config {
     size_t block_bytes;              /* bytes per thread block before max_blocks caps the grid
                                         (0: each algorithm's own, see algo_select.cpp) */
     int threads_per_block;           /* made a multiple of 32 in 32..GPUCOLL_MAX_THREADS_PER_BLOCK */
-    int timeout_ms;                  /* bound of every wait on another rank */
+    int timeout_ms;                  /* debugging only: a wait on another rank fails past it (0: never; a
+                                        late rank is not an error, a gone one ends every wait) */
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
     int direct_style;                /* gpucoll_direct_style_t (int: the MCA parameter's storage): loads or
                                         stores for allreduce, allgather and bcast zero-copy, where the
@@ -132,7 +133,7 @@ typedef enum gpucoll_inter_path {
    registers (measured on H200: every launch refused). Not __launch_bounds__(512): that made
    ptxas allocate differently, some kernels with spills. */
 #define GPUCOLL_MAX_THREADS_PER_BLOCK 512
-#define GPUCOLL_DEFAULT_TIMEOUT_MS 60000
+#define GPUCOLL_DEFAULT_TIMEOUT_MS 0
 #define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (4u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64
 #define GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES (1024u * 1024u)

@@ -150,7 +150,7 @@ gpucoll_status_t ResidentKernel::run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_
             live_ = false;
             return gpu_error("resident kernel", e);
         }
-        if (Clock::now() > deadline) {
+        if (timeout_ms > 0 && Clock::now() > deadline) {
             retire();
             return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a resident kernel did not finish its call within %d ms",
                                 timeout_ms);

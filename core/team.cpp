@@ -1,7 +1,9 @@
 // Node-local teams: the control block in shared memory, the host-side
-// agreement of a blocking call, and its kernel's choice and launch. The GPU
-// side is in core/team_gpu.cpp, calls queued without agreement (nonblocking,
-// persistent) in core/team_queued.cpp.
+// agreement of a blocking call, and the kernel arguments every mode builds.
+// A blocking call's steps are in core/team_blocking.cpp, the GPU side in
+// core/team_gpu.cpp, calls queued without agreement (nonblocking,
+// persistent) in core/team_queued.cpp, stream-ordered ones in
+// core/team_stream.cpp.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -42,11 +44,6 @@ uint64_t pack_post(uint64_t seq, bool ok, bool direct)
 uint64_t post_seq(uint64_t p) { return p >> 16; }
 bool post_ok(uint64_t p) { return (p >> 15) & 1; }
 bool post_direct(uint64_t p) { return (p >> 14) & 1; }
-
-bool is_vector_kind(gpucoll_coll_kind_t k)
-{
-    return k == GPUCOLL_COLL_ALLGATHERV || k == GPUCOLL_COLL_REDUCE_SCATTER || k == GPUCOLL_COLL_ALLTOALLV;
-}
 
 } // namespace
 
@@ -151,9 +148,15 @@ static gpucoll_status_t team_create_body(const gpucoll_oob_t *oob, gpucoll_team_
         if (rc == 0 && way == ShmWay::Named && all[0].ok) memcpy(name, all[0].name, sizeof name);
         int mfd = oob->rank == 0 ? fd : rc == 0 && t ? shm_attach(way, all[0]) : -1;
         if (mfd >= 0) map = mmap(nullptr, sizeof(ShmBlock), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+        // Presence (core/peer_watch.hpp): locked before any peer can look.
+        if (map != MAP_FAILED && t && t->presence_fd < 0 && (t->presence_fd = dup(mfd)) >= 0 &&
+            !hold_presence(t->presence_fd, oob->rank)) {
+            close(t->presence_fd);
+            t->presence_fd = -1;
+        }
         if (mfd >= 0 && mfd != fd) close(mfd);
         ShmExchange done{};
-        done.ok = map != MAP_FAILED;
+        done.ok = map != MAP_FAILED && t && t->presence_fd >= 0;
         if (rc == 0) rc = oob->allgather(&done, all, sizeof done, oob->ctx);
         if (fd >= 0) close(fd); // the peers open rank 0's memfd through it until here
         // Everyone has it mapped or gave up: no name need stay. Every rank
@@ -165,9 +168,12 @@ static gpucoll_status_t team_create_body(const gpucoll_oob_t *oob, gpucoll_team_
         if (all_ok || rc != 0) break;
         if (map != MAP_FAILED) munmap(map, sizeof(ShmBlock));
         map = MAP_FAILED;
+        if (t && t->presence_fd >= 0) close(t->presence_fd);
+        if (t) t->presence_fd = -1;
     }
     if (!all_ok) {
         if (map != MAP_FAILED) munmap(map, sizeof(ShmBlock));
+        if (t && t->presence_fd >= 0) close(t->presence_fd);
         delete t;
         return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "shared memory for the team could not be set up");
     }
@@ -210,7 +216,7 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
                     r.query_s * 1e6 / (double)(r.reused + r.launched));
     }
     // Queued kernels read the peers' scratch too: each rank's end before it departs.
-    if (t->gpu == gpucoll_team::GpuReady) drain_queued(t);
+    if (t->gpu == gpucoll_team::GpuReady) (void)drain_queued(t);
     if (t->gpu == gpucoll_team::GpuReady) close_stream_calls(t);
     if (t->gpu == gpucoll_team::GpuReady) {
         // Peers may still read our scratch in the tail of the last kernel: free
@@ -218,23 +224,17 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
         // No MPI progress: the team may be destroyed while MPI shuts down.
         t->shm->ranks[t->rank].departed.store(1, std::memory_order_release);
         for (int r = 0; r < t->size; r++)
-            wait_until(nullptr, [&] { return t->shm->ranks[r].departed.load(std::memory_order_acquire) != 0; });
+            wait_until(t, nullptr, "the peers to leave the team",
+                       [&] { return t->shm->ranks[r].departed.load(std::memory_order_acquire) != 0; });
     }
     release_gpu(t);
     munmap(t->shm, sizeof(ShmBlock));
+    if (t->presence_fd >= 0) close(t->presence_fd); // the peers see this rank gone from here on
     delete t;
 }
 
-namespace {
-
-// Posts this rank's answer for call `seq` (and, if it can take the peer
-// path, the call's key) and gathers everyone's. *all_ok: all ranks can;
-// *all_direct: and all can have their buffers mapped. When all can but the
-// keys differ, the call fails on every rank (TRUNCATE where this rank would
-// be sent more than it made room for, MISMATCH elsewhere), after a round
-// that keeps every key in place until all ranks have compared them.
-gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const gpucoll_coll_args_t &a,
-                       bool *all_ok, bool *all_direct)
+gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const gpucoll_coll_args_t &a,
+                                bool *all_ok, bool *all_direct)
 {
     ShmRank &me = t->shm->ranks[t->rank];
     const int slot_of_call = (int)(seq & 1);
@@ -242,9 +242,9 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, cons
     // peer posted it and is about to be done with it (see ShmRank).
     for (int r = 0; seq > 2 && t->peer_path_seq[slot_of_call] == seq - 2 && r < t->size; r++) {
         auto &done = t->shm->ranks[r].consumed;
-        if (!wait_until(t->progress, [&] { return done.load(std::memory_order_acquire) >= seq - 2; }))
-            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not finish collective #%llu within %d ms", r,
-                                (unsigned long long)(seq - 2), config().timeout_ms);
+        gpucoll_status_t st = wait_until(t, t->progress, "a peer to finish the collective before last",
+                                         [&] { return done.load(std::memory_order_acquire) >= seq - 2; });
+        if (st != GPUCOLL_SUCCESS) return st;
     }
     if (ok) me.key[slot_of_call] = call_key(a, t->size); // a rank that cannot never has its key read
     me.post[slot_of_call].store(pack_post(seq, ok, direct), std::memory_order_release);
@@ -261,9 +261,9 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, cons
     for (int r = 0; r < t->size; r++) {
         uint64_t p = 0;
         auto &slot = t->shm->ranks[r].post[slot_of_call];
-        if (!wait_until(t->progress, [&] { return post_seq(p = slot.load(std::memory_order_acquire)) >= seq; }))
-            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not reach collective #%llu within %d ms", r,
-                                (unsigned long long)seq, config().timeout_ms);
+        gpucoll_status_t st = wait_until(t, t->progress, "the peers to reach the collective",
+                                         [&] { return post_seq(p = slot.load(std::memory_order_acquire)) >= seq; });
+        if (st != GPUCOLL_SUCCESS) return st;
         // Never past `seq` (see ShmRank); kept as a guard.
         result &= post_seq(p) == seq && post_ok(p);
         dir &= post_direct(p);
@@ -276,7 +276,9 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, cons
         me.settled.store(seq, std::memory_order_release);
         for (int r = 0; r < t->size; r++) {
             auto &slot = t->shm->ranks[r].settled;
-            if (!wait_until(t->progress, [&] { return slot.load(std::memory_order_acquire) >= seq; })) break; // failing anyway
+            if (wait_until(t, t->progress, "the peers to compare arguments",
+                           [&] { return slot.load(std::memory_order_acquire) >= seq; }) != GPUCOLL_SUCCESS)
+                break; // failing anyway
         }
         if (v == KeyVerdict::Truncate)
             return gpucoll_fail(GPUCOLL_ERR_TRUNCATE,
@@ -291,8 +293,6 @@ gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, cons
     t->peer_path_seq[slot_of_call] = seq;
     return GPUCOLL_SUCCESS;
 }
-
-} // namespace
 
 // Reduce_scatter(_block) at this rank's block of every input, Allgatherv,
 // Alltoall and Alltoallv at each peer's piece of our input and its place in
@@ -348,21 +348,6 @@ bool gpucoll::peer_ranges_fit(const gpucoll_team *t, const gpucoll_coll_args_t &
     }
 }
 
-namespace {
-
-// The size the grid of a vector kind is cut for, equal on every rank (the
-// barriers pair block b with block b): alltoallv takes the largest of what
-// the ranks published, the others their common total.
-size_t vector_grid_elems(const gpucoll_team *t, const gpucoll_coll_args_t &a)
-{
-    if (a.kind != GPUCOLL_COLL_ALLTOALLV) return a.count;
-    uint64_t most = 0;
-    for (int r = 0; r < t->size; r++) most = std::max(most, t->shm->ranks[r].vtotal_bytes);
-    return most / gpucoll_dtype_size(a.dtype);
-}
-
-} // namespace
-
 void gpucoll::note_forced_refused(gpucoll_team *t, gpucoll_coll_kind_t kind, const Plan &plan)
 {
     if (config().verbose < 10 || t->told_forced[kind]) return;
@@ -413,227 +398,6 @@ const char *gpucoll::input_of(const gpucoll_team *t, const gpucoll_coll_args_t &
                                                : rbuf;
 }
 
-namespace {
-
-// This rank's verdict on `a`, before any agreement and with no side
-// effect: device buffers on the team's GPU (*device: theirs), the team's
-// GPU not failed, a kernel for the kind, type and op (*plan: the scratch
-// plan, or the vector kinds' zero-copy one).
-bool local_verdict(const gpucoll_team *t, const gpucoll_coll_args_t &a, int *device, Plan *plan)
-{
-    *device = -1;
-    if (!a.local_ok || t->gpu == gpucoll_team::GpuFailed) return false;
-    const bool vector = is_vector_kind(a.kind);
-    // Reduce_scatter and alltoallv in place would overwrite what peers still read.
-    if (vector && !a.sbuf && a.kind != GPUCOLL_COLL_ALLGATHERV) return false;
-    gpu_port_ptr_info_t ri{}, si{};
-    gpu_port_query_kind(a.rbuf, &ri);
-    gpu_port_query_kind(input_of(t, a), &si);
-    const bool rbuf_needed = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
-    *device = si.device;
-    if (si.kind != GPU_PORT_MEM_DEVICE || (rbuf_needed && (ri.kind != GPU_PORT_MEM_DEVICE || ri.device != si.device)))
-        return false;
-    if (t->gpu == gpucoll_team::GpuReady && si.device != t->device) return false;
-    return make_plan(a, t->rank, t->size, config(), vector, plan, t->share);
-}
-
-} // namespace
-
-static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
-{
-    gpucoll_coll_args_t a = *args;
-    const gpucoll_config_t &cfg = config();
-    // Before this call's post: the agreement's rules assume that a rank
-    // which posts call n has finished its kernels of the calls before.
-    if (!drain_queued(t))
-        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "this rank's queued collectives did not end within %d ms",
-                            cfg.timeout_ms);
-    uint64_t seq = ++t->seq;
-    const auto t_start = Clock::now();
-
-    int device = -1;
-    bool direct = false;
-    size_t elt = gpucoll_dtype_size(a.dtype);
-    const bool vector = is_vector_kind(a.kind);
-    gpu_port_ptr_info_t ri{}, si{};
-    const char *const src_ptr = input_of(t, a);
-    Plan plan{};
-    bool ok = local_verdict(t, a, &device, &plan);
-    if (ok && vector) {
-        // No scratch kernel serves the vector kinds: mapped buffers (the
-        // team's GPU is set up after the agreement if need be), or staged.
-        ShmRank &me = t->shm->ranks[t->rank];
-        gpu_port_query_pointer(src_ptr, &si);
-        gpu_port_query_pointer(a.rbuf, &ri);
-        IpcCache &ipc = process_ipc_cache();
-        ok = direct = ipc.describe(src_ptr, si, &me.src_desc) && ipc.describe(a.rbuf, ri, &me.dst_desc);
-        if (ok && a.kind == GPUCOLL_COLL_ALLTOALLV) {
-            for (int p = 0; p < t->size; p++) me.vrdispl[p] = a.rdispls[p];
-            me.vtotal_bytes = a.count * elt;
-        }
-    }
-    // Zero-copy needs the scratch (for its flags) to exist already: the
-    // first call of a team always goes through scratch.
-    if (ok && !vector && t->gpu == gpucoll_team::GpuReady && zero_copy_candidate(a, cfg, t->size) &&
-        (uintptr_t)src_ptr % 16 == 0 && (uintptr_t)a.rbuf % 16 == 0) {
-        ShmRank &me = t->shm->ranks[t->rank];
-        gpu_port_query_pointer(src_ptr, &si); // base and buffer id too
-        gpu_port_query_pointer(a.rbuf, &ri);
-        direct = t->ipc->describe(src_ptr, si, &me.src_desc) && t->ipc->describe(a.rbuf, ri, &me.dst_desc);
-    }
-
-    const auto t_verdict = Clock::now();
-    bool all_ok, all_direct;
-    gpucoll_status_t st = agree(t, seq, ok, direct, a, &all_ok, &all_direct);
-    if (st != GPUCOLL_SUCCESS) return st;
-    if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
-    t->ll_cleared_since_agree = false; // every rank has left the call that cleared it (see the wrap below)
-
-    bool timed = true; // not the call that sets the team up (it takes milliseconds)
-    if (t->gpu == gpucoll_team::GpuNone) {
-        if ((st = setup_gpu(t, device)) != GPUCOLL_SUCCESS) return st;
-        timed = false;
-    }
-    if (t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED; // every rank saw the same failure
-    // Zero-copy: map every peer's buffers, then agree once more, since a
-    // rank that cannot map one (e.g. the allocation is already mapped in
-    // that process by other means) must be able to send everyone back to
-    // the scratch path rather than fail the call.
-    const char *peer_src[kMaxPeers] = {}, *peer_dst_c[kMaxPeers] = {};
-    // Outlives the kernel on every return path: another thread's call may
-    // not close these mappings under it.
-    IpcPins pins(t->ipc, t->device);
-    if (all_direct) {
-        DeviceGuard g(t->device);
-        bool mapped = true;
-        for (int r = 0; r < t->size && mapped; r++) {
-            if (r == t->rank) continue;
-            const ShmRank &peer = t->shm->ranks[r];
-            mapped = (peer_src[r] = pins.map(peer.pid, peer.src_desc)) != nullptr &&
-                     (peer_dst_c[r] = pins.map(peer.pid, peer.dst_desc)) != nullptr;
-            if (mapped && !peer_ranges_fit(t, a, r, elt, peer.src_desc, peer.dst_desc)) {
-                mapped = false;
-                gpucoll_fail(GPUCOLL_ERR_INVALID, "rank %d's buffer is smaller than this call reaches into", r);
-            }
-        }
-        if (!mapped && cfg.verbose >= 10)
-            fprintf(stderr, "coll:gpu: rank %d: zero-copy not possible, scratch path instead: %s\n", t->rank,
-                    gpucoll_last_error());
-        t->shm->ranks[t->rank].mapped.store(seq << 1 | (mapped ? 1 : 0), std::memory_order_release);
-        for (int r = 0; r < t->size; r++) {
-            uint64_t m = 0;
-            auto &slot = t->shm->ranks[r].mapped;
-            if (!wait_until(t->progress, [&] { return ((m = slot.load(std::memory_order_acquire)) >> 1) >= seq; }))
-                return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not map its peers' buffers within %d ms", r,
-                                    config().timeout_ms);
-            all_direct &= (m & 1) != 0;
-        }
-    }
-    if (vector && !all_direct) return GPUCOLL_ERR_UNSUPPORTED; // every rank saw it: all stage
-    if (all_direct && !make_plan(a, t->rank, t->size, cfg, true, &plan, t->share))
-        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no zero-copy plan for collective %d", (int)a.kind);
-
-    if (plan.forced_refused) note_forced_refused(t, a.kind, plan);
-
-    // Chunks must fit in half of the scratch; every rank computes the same.
-    size_t max_chunk = max_chunk_elems(plan, t->half_bytes, elt);
-    if (!is_direct(plan.algo) && !is_ll(plan.algo) && plan.chunk > max_chunk) plan.chunk = max_chunk;
-
-    PeerArgs k = kernel_args(t, plan, a, src_ptr, static_cast<char *>(a.rbuf));
-
-    if (team_test_before_launch) team_test_before_launch(t->rank, seq);
-    DeviceGuard g(t->device);
-    const auto t_agreed = Clock::now();
-    if (is_direct(plan.algo)) {
-        for (int r = 0; r < t->size; r++) {
-            k.peer_src[r] = r == t->rank ? k.src : peer_src[r];
-            k.peer_dst[r] = r == t->rank ? k.dst : const_cast<char *>(peer_dst_c[r]);
-        }
-        if (plan.algo == PeerAlgo::ReduceScatterDirect || plan.algo == PeerAlgo::VectorPush) {
-            place_pieces(t, a, elt, &k);
-            if (vector) plan.chunk = vector_grid_elems(t, a);
-        }
-    }
-    int blocks = blocks_for(plan, elt, cfg, t->size, t->share);
-    gpuError_t e = gpuSuccess;
-    auto t_launched = t_agreed;
-    if (t->resident.ready() && resident_serves(plan, elt, t->size, cfg)) {
-        // Launch (if need be) and wait, both inside.
-        st = t->resident.run(k, a.dtype, a.op, blocks, cfg.threads_per_block, cfg.resident_us, cfg.timeout_ms);
-        if (st != GPUCOLL_SUCCESS) {
-            t->gpu = gpucoll_team::GpuFailed;
-            t->broken = true;
-            return st;
-        }
-    } else {
-        // It would hold SMs this kernel may need.
-        t->resident.retire();
-        if (t->after_default) { // the stream rule (README) without a blocking stream
-            if ((e = gpuEventRecord(t->after_default, nullptr)) != gpuSuccess ||
-                (e = gpuStreamWaitEvent(t->stream, t->after_default, 0)) != gpuSuccess)
-                return gpu_error("ordering after the default stream", e);
-        }
-        KernelInFlight in_flight;
-        int threads = 0;
-        k.done_word = t->kernels_done;
-        k.done_value = t->kernels_launched + 1;
-        if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, t->stream, &threads,
-                                graph_for(t->stream_graph)))
-            return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
-                                gpucoll_op_name(a.op));
-        if (threads < cfg.threads_per_block && !t->told_threads && cfg.verbose >= 10) {
-            t->told_threads = true;
-            fprintf(stderr, "coll:gpu: rank %d: %s on %s/%s takes %d threads per block, not threads_per_block=%d\n",
-                    t->rank, algo_name(plan.algo), gpucoll_dtype_name(a.dtype), gpucoll_op_name(a.op), threads,
-                    cfg.threads_per_block);
-        }
-        e = gpuGetLastError();
-        t_launched = Clock::now();
-        if (e != gpuSuccess) return gpu_error("peer-to-peer kernel", e);
-        prepare_same_call(t, graph_for(t->stream_graph), k, a.dtype, a.op, blocks); // the host waits anyway
-        // Its end from the word it writes rather than a stream
-        // synchronisation: 1.2-1.7 us sooner on an H100 (gpucoll-floor:
-        // launch+flag against launch+sync).
-        if ((st = wait_kernel_done(t, ++t->kernels_launched, t->stream)) != GPUCOLL_SUCCESS) return st;
-    }
-    if (timed) {
-        auto &tm = t->timing;
-        tm.calls++;
-        tm.verdict += std::chrono::duration<double>(t_verdict - t_start).count();
-        tm.agree += std::chrono::duration<double>(t_agreed - t_verdict).count();
-        tm.launch += std::chrono::duration<double>(t_launched - t_agreed).count();
-        tm.wait += std::chrono::duration<double>(Clock::now() - t_launched).count();
-    }
-    if (const int why = *t->error) {
-        *t->error = 0;
-        t->resident.retire();
-        t->gpu = gpucoll_team::GpuFailed; // flags are out of step now
-        t->broken = true;
-        if (why == kErrorPeerGaveUp)
-            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "another rank's kernel gave up waiting (its timeout_ms)");
-        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms",
-                            cfg.timeout_ms);
-    }
-    t->last_algo = plan.algo;
-    t->ran_any = true;
-    if (is_ll(plan.algo) && t->ll_flag == UINT32_MAX) {
-        // A stale line from 2^32 calls ago would carry a current flag. Every
-        // line written into this rank's area this call has been read by its
-        // kernel, and no peer writes again before the next agreement, so the
-        // area can be cleared here; every rank wraps at the same call. (An
-        // idle resident kernel does not touch the area between calls.)
-        if ((e = gpuMemsetAsync(ll_area(t), 0, ll_area_bytes(cfg.ll_max_bytes), t->stream)) != gpuSuccess ||
-            (e = gpuStreamSynchronize(t->stream)) != gpuSuccess)
-            return gpu_error("clearing the LL area", e);
-        t->ll_flag = 0;
-        // A peer that has left this call may queue an LL call at once, into
-        // an area this rank may still be clearing: queued calls keep off LL
-        // until the next agreement (core/team_queued.cpp).
-        t->ll_cleared_since_agree = true;
-    }
-    return GPUCOLL_SUCCESS;
-}
-
 void (*gpucoll::team_test_after_post)(int rank, uint64_t seq) = nullptr;
 void (*gpucoll::team_test_before_launch)(int rank, uint64_t seq) = nullptr;
 
@@ -651,19 +415,6 @@ gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok)
     a.op = GPUCOLL_OP_SUM;
     bool all_direct;
     return no_throw([&] { return agree(t, ++t->seq, ok, false, a, all_ok, &all_direct); });
-}
-
-extern "C" int gpucoll_team_can_run(gpucoll_team_t *t, const gpucoll_coll_args_t *a)
-{
-    if (!t || !a) return 0;
-    int ok = 0;
-    no_throw([&] {
-        int device;
-        Plan plan{};
-        ok = local_verdict(t, *a, &device, &plan) ? 1 : 0;
-        return GPUCOLL_SUCCESS;
-    });
-    return ok;
 }
 
 gpucoll_status_t gpucoll::prepare_gpu(gpucoll_team *t, int device, bool can)
@@ -689,13 +440,4 @@ extern "C" gpucoll_status_t gpucoll_team_prepare(gpucoll_team_t *t)
 {
     if (!t) return GPUCOLL_SUCCESS;
     return no_throw([&] { return team_prepare_body(t); });
-}
-
-extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
-{
-    gpucoll_status_t st = no_throw([&] { return gpucoll_team_run_body(t, args); });
-    // After the call's pins are gone and its kernel is done, outside the
-    // window between agreement and launch in which peers wait for us.
-    if (t->ipc) t->ipc->close_unused();
-    return st;
 }

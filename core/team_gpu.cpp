@@ -128,9 +128,9 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
     bool all_ready = true;
     for (int r = 0; r < t->size; r++) {
         ShmRank &peer = t->shm->ranks[r];
-        if (!wait_until(t->progress, [&] { return peer.gpu_state.load(std::memory_order_acquire) != 0; }))
-            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not set up its GPU within %d ms", r,
-                                config().timeout_ms);
+        gpucoll_status_t w = wait_until(t, t->progress, "the peers to set up their GPUs",
+                                        [&] { return peer.gpu_state.load(std::memory_order_acquire) != 0; });
+        if (w != GPUCOLL_SUCCESS) return w;
         // A fast peer may already be in the second round: 3 means it was
         // ready; 4 that the set-up fails anyway (every rank then sees a 4).
         uint32_t s = peer.gpu_state.load(std::memory_order_acquire);
@@ -144,14 +144,15 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
     bool all_mapped = true;
     for (int r = 0; r < t->size; r++) {
         ShmRank &peer = t->shm->ranks[r];
-        if (!wait_until(t->progress, [&] { return peer.gpu_state.load(std::memory_order_acquire) >= 3; }))
-            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "rank %d did not map its peers within %d ms", r,
-                                config().timeout_ms);
+        gpucoll_status_t w = wait_until(t, t->progress, "the peers to map each other's scratch",
+                                        [&] { return peer.gpu_state.load(std::memory_order_acquire) >= 3; });
+        if (w != GPUCOLL_SUCCESS) return w;
         if (peer.gpu_state.load(std::memory_order_acquire) != 3 && all_mapped && st == GPUCOLL_SUCCESS && all_ready)
             gpucoll_fail(GPUCOLL_ERR_PEER, "rank %d could not map its peers' scratch", r);
         all_mapped &= peer.gpu_state.load(std::memory_order_acquire) == 3;
     }
     t->gpu = all_mapped ? gpucoll_team::GpuReady : gpucoll_team::GpuFailed;
+    if (all_mapped) watch_team(t); // its kernels end if a peer goes away
     if (all_mapped) t->share = gpu_share_of(t);
     if (config().verbose >= 10) {
         char shared[160] = "";
@@ -201,7 +202,7 @@ void release_gpu(gpucoll_team *t)
     if (t->device < 0) return;
     DeviceGuard g(t->device);
     t->resident.release(); // it reads the scratch
-    release_queued(t);     // so do queued kernels; their kernels give up within timeout_ms
+    release_queued(t);     // so do queued kernels (drained, or ended on a gone peer)
     for (int r = 0; r < t->size; r++) {
         if (!t->scratch[r]) continue;
         if (r == t->rank) gpuFree(t->scratch[r]);
@@ -214,6 +215,7 @@ void release_gpu(gpucoll_team *t)
         gpuStreamDestroy(t->stream);
     }
     if (t->after_default) gpuEventDestroy(t->after_default);
+    unwatch_team(t); // no kernel of the team is left to read the error word
     if (t->error) gpuFreeHost(t->error);
     if (t->kernels_done) gpuFreeHost(t->kernels_done);
 }

@@ -281,19 +281,16 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
 {
     *out = nullptr;
     const gpucoll_config_t &cfg = config();
-    gpucoll_coll_args_t a = args;
-    if (!queueable(a)) return GPUCOLL_ERR_UNSUPPORTED;
+    if (!queueable(args)) return GPUCOLL_ERR_UNSUPPORTED;
     if (t->broken)
-        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT,
-                            "an earlier peer kernel of this communicator gave up; its GPU path is out of step");
+        return gpucoll_fail(GPUCOLL_ERR_PEER,
+                            "an earlier peer kernel of this communicator failed; its GPU path is out of step");
     // Nothing agreed has set the GPU side up yet (or it failed on every rank).
     if (t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED;
-    const bool rooted = a.kind == GPUCOLL_COLL_BCAST || a.kind == GPUCOLL_COLL_REDUCE;
-    if (a.count == 0 || (rooted && (a.root < 0 || a.root >= t->size)))
-        return GPUCOLL_ERR_UNSUPPORTED;
-    const size_t elt = gpucoll_dtype_size(a.dtype);
-    if (elt == 0) return GPUCOLL_ERR_UNSUPPORTED;
-    if (a.kind == GPUCOLL_COLL_BCAST) a.sbuf = nullptr; // the root's buffer is its input
+    UnagreedCall c;
+    gpucoll_status_t st = prepare_unagreed(t, args, cfg, &c);
+    if (st != GPUCOLL_SUCCESS) return st;
+    const gpucoll_coll_args_t &a = c.a;
 
     auto p = new (std::nothrow) gpucoll_plan;
     if (!p) return gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "no memory for a plan");
@@ -306,12 +303,10 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     } cleanup{p};
     p->team = t;
     p->a = a;
-    if (!make_plan(a, t->rank, t->size, cfg, false, &p->plan, t->share, true))
-        return GPUCOLL_ERR_UNSUPPORTED; // no kernel for the type and op: alike everywhere
+    p->plan = c.plan;
+    p->blocks = c.blocks;
     if (p->plan.forced_refused) note_forced_refused(t, a.kind, p->plan);
-    if (!is_ll(p->plan.algo)) p->plan.chunk = std::min(p->plan.chunk, max_chunk_elems(p->plan, t->half_bytes, elt));
-    if (p->plan.chunk == 0) return GPUCOLL_ERR_UNSUPPORTED;
-    p->blocks = blocks_for(p->plan, elt, cfg, t->size, t->share);
+    const size_t elt = c.elt;
 
     // Counted before anything that can fail on one rank alone, so that the
     // numbers stay alike on every rank.
@@ -320,7 +315,7 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
 
     // From here on every rank takes the peer path: failures are errors.
     const Extents e = extents_of(a, t->rank, t->size);
-    gpucoll_status_t st = stand_in(t, const_cast<char *>(static_cast<const char *>(a.sbuf)), e.src, e.src, 0, &p->sbuf);
+    st = stand_in(t, const_cast<char *>(static_cast<const char *>(a.sbuf)), e.src, e.src, 0, &p->sbuf);
     if (st == GPUCOLL_SUCCESS)
         st = stand_in(t, static_cast<char *>(a.rbuf), e.rbuf, e.rbuf_in ? e.rbuf : 0, e.out, &p->rbuf);
     if (st != GPUCOLL_SUCCESS) return st;
@@ -345,9 +340,8 @@ bool no_ll_plan(gpucoll_plan *p)
     gpucoll_config_t plain = config();
     plain.ll_max_bytes = 0;
     const size_t elt = gpucoll_dtype_size(p->a.dtype);
-    if (!make_plan(p->a, t->rank, t->size, plain, false, &p->no_ll, t->share, true)) return false;
-    p->no_ll.chunk = std::min(p->no_ll.chunk, max_chunk_elems(p->no_ll, t->half_bytes, elt));
-    if (p->no_ll.chunk == 0) return false;
+    if (!make_plan(p->a, t->rank, t->size, plain, false, &p->no_ll, t->share, true) || !fit_chunk(t, &p->no_ll, elt))
+        return false;
     p->no_ll_blocks = blocks_for(p->no_ll, elt, plain, t->size, t->share);
     p->have_no_ll = true;
     return true;
@@ -379,8 +373,8 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     const gpucoll_config_t &cfg = config();
     if (p->running) return gpucoll_fail(GPUCOLL_ERR_INVALID, "a collective was started again while it ran");
     if (t->broken)
-        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT,
-                            "an earlier peer kernel of this communicator gave up; its GPU path is out of step");
+        return gpucoll_fail(GPUCOLL_ERR_PEER,
+                            "an earlier peer kernel of this communicator failed; its GPU path is out of step");
     DeviceGuard g(t->device);
     t->resident.retire(); // it would hold SMs this kernel may need
     // Synchronous copies on the legacy default stream: ordered after the
@@ -389,7 +383,7 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     gpucoll_status_t st;
     for (const Stand *s : {&p->sbuf, &p->rbuf})
         if (s->temp && s->in_bytes && (st = gpucoll_copy(s->temp->ptr, s->user, s->in_bytes)) != GPUCOLL_SUCCESS)
-            return st;
+            return abandon_call(t, st);
     p->launches++;
     if (p->slot >= 0 && !p->zero_copy) zero_copy_from_now(p);
     const Plan *plan = &p->plan;
@@ -398,7 +392,8 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
         plan = &p->zc;
         blocks = p->zc_blocks;
     } else if (is_ll(p->plan.algo) && !ll_allowed(t)) {
-        if (!no_ll_plan(p)) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no plan without the LL kernels");
+        if (!no_ll_plan(p))
+            return abandon_call(t, gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no plan without the LL kernels"));
         plan = &p->no_ll;
         blocks = p->no_ll_blocks;
     }
@@ -408,15 +403,12 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     if (cfg.queued_order == GPUCOLL_QUEUED_AFTER_DEFAULT_STREAM &&
         ((e = gpuEventRecord(t->queued_after_default, nullptr)) != gpuSuccess ||
          (e = gpuStreamWaitEvent(t->queued_stream, t->queued_after_default, 0)) != gpuSuccess))
-        return gpu_error("ordering after the default stream", e);
+        return abandon_call(t, gpu_error("ordering after the default stream", e));
     KernelGraph *graph = graph_for(p->persistent ? p->graph : t->queued_graph);
-    if (!launch_peer_kernel(k, p->a.dtype, p->a.op, blocks, cfg.threads_per_block, t->queued_stream, nullptr, graph))
-        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(p->a.dtype),
-                            gpucoll_op_name(p->a.op));
-    if ((e = gpuGetLastError()) != gpuSuccess) {
-        t->broken = true; // the peers' kernels of this call wait for ours
-        return gpu_error("launching a queued peer kernel", e);
-    }
+    st = launch_step(t, Launch{&k, p->a.dtype, p->a.op, blocks, t->queued_stream, graph,
+                                                "a nonblocking or persistent collective", false},
+                                      nullptr);
+    if (st != GPUCOLL_SUCCESS) return st;
     kernels_queued(+1);
     p->running = p->launched = true;
     p->ran = plan->algo;
@@ -429,12 +421,9 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
 // After a queued kernel ended: whether it (or one before it) gave up.
 gpucoll_status_t queued_kernel_result(gpucoll_team *t)
 {
-    const int why = *t->error;
-    if (!why) return GPUCOLL_SUCCESS;
-    t->broken = true;
-    if (why == kErrorPeerGaveUp)
-        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "another rank's kernel gave up waiting (its timeout_ms)");
-    return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a peer's GPU did not reach the barrier within %d ms", config().timeout_ms);
+    gpucoll_status_t st = kernel_error(t, "a nonblocking or persistent collective");
+    if (st != GPUCOLL_SUCCESS) t->broken = true;
+    return st;
 }
 
 bool reported_done(const gpucoll_plan *p)
@@ -481,22 +470,22 @@ int plan_test_body(gpucoll_plan *p, gpucoll_status_t *status)
 
 } // namespace
 
-bool gpucoll::drain_queued(gpucoll_team *t)
+gpucoll_status_t gpucoll::drain_queued(gpucoll_team *t)
 {
-    if (!t->queued_undrained || !t->queued_stream) return true;
+    if (!t->queued_undrained || !t->queued_stream) return GPUCOLL_SUCCESS;
     DeviceGuard g(t->device);
-    bool ok = wait_until(t->progress, [&] {
+    gpucoll_status_t st = wait_until(t, t->progress, "this rank's queued collectives to end", [&] {
         return __atomic_load_n(t->kernels_done, __ATOMIC_ACQUIRE) >= t->kernels_launched ||
                gpuStreamQuery(t->queued_stream) != gpuErrorNotReady;
     });
-    if (ok) t->queued_undrained = 0;
-    return ok;
+    if (st == GPUCOLL_SUCCESS) t->queued_undrained = 0;
+    return st;
 }
 
 void gpucoll::release_queued(gpucoll_team *t)
 {
     if (t->queued_stream) {
-        gpuStreamSynchronize(t->queued_stream); // its kernels give up within timeout_ms
+        gpuStreamSynchronize(t->queued_stream); // drained, or its kernels end on a gone peer
         destroy_kernel_graph(&t->queued_graph);
         gpuStreamDestroy(t->queued_stream);
         t->queued_stream = nullptr;
@@ -537,7 +526,7 @@ extern "C" void gpucoll_plan_free(gpucoll_plan_t *p)
 {
     if (!p) return;
     gpucoll_status_t st;
-    while (!plan_test_body(p, &st)) sched_yield(); // bounded: its kernel gives up within timeout_ms
+    while (!plan_test_body(p, &st)) sched_yield(); // its kernel completes, or ends on a gone peer
     give_back(p->team, p->sbuf);
     give_back(p->team, p->rbuf);
     unpublish_buffers(p);

@@ -18,6 +18,7 @@
 #include "gpucoll_core.h"
 #include "ipc_cache.hpp"
 #include "peer_args.h"
+#include "peer_watch.hpp"
 #include "resident.hpp"
 #include "stream_calls.h"
 
@@ -81,19 +82,27 @@ inline bool same_gpu(const ShmRank &a, const ShmRank &b) { return strncmp(a.bus_
 
 using Clock = std::chrono::steady_clock;
 
-// Spins until `ready()` or the configured timeout. Now and then it drives
-// MPI's progress (`progress`, if any: gpucoll_oob_t says why) and
-// yields, since ranks and threads may share cores.
-template <class F> bool wait_until(void (*progress)(void), F ready)
+// Spins until `ready()`, driving MPI's progress now and then (`progress`,
+// if any: gpucoll_oob_t says why) and yielding, since ranks and threads may
+// share cores. A peer may be late by any amount (MPI's rule): the wait ends
+// otherwise only when a peer of `t` is gone, or past timeout_ms where that
+// debugging bound is set; the status then says which, and what the wait was
+// `for_what`. In core/team_wait.cpp.
+gpucoll_status_t wait_end(gpucoll_team *t, const char *for_what, bool timed_out);
+// What the kernels' error word says (GPUCOLL_SUCCESS: nothing went wrong),
+// for a call described as `what`. In core/team_wait.cpp.
+gpucoll_status_t kernel_error(gpucoll_team *t, const char *what);
+template <class F> gpucoll_status_t wait_until(gpucoll_team *t, void (*progress)(void), const char *for_what, F ready)
 {
-    auto deadline = Clock::now() + std::chrono::milliseconds(config().timeout_ms);
+    const int timeout_ms = config().timeout_ms;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     for (unsigned spin = 0;; spin++) {
-        if (ready()) return true;
-        if ((spin & 1023) == 1023) {
-            if (Clock::now() > deadline) return false;
-            if (progress) progress();
-            sched_yield();
-        }
+        if (ready()) return GPUCOLL_SUCCESS;
+        if ((spin & 1023) != 1023) continue;
+        if (timeout_ms > 0 && Clock::now() > deadline) return wait_end(t, for_what, true);
+        if (team_peer_gone(t) >= 0) return wait_end(t, for_what, false);
+        if (progress) progress();
+        sched_yield();
     }
 }
 
@@ -145,6 +154,11 @@ struct gpucoll_team {
     uint32_t persistent_plans = 0; // created so far: a plan's number, alike on every rank
     bool persist_slot_busy[gpucoll::kPersistSlots] = {}; // under temps_mu
     uint64_t queued_undrained = 0; // launched since the queue was last seen empty
+    // Presence (core/peer_watch.hpp): this rank's lock is held through
+    // presence_fd; gone_rank is the first peer found gone (-1: none).
+    int presence_fd = -1;
+    int gone_rank = -1; // atomically
+    std::atomic<int64_t> presence_checked_ms{0};
     bool broken = false;           // a kernel gave up: the flags are out of step (team_queued.cpp says why it matters)
     bool ll_cleared_since_agree = false; // the LL area was cleared (flag wrap) after the latest agreement
     // Device memory for the buffers of queued calls that the kernels cannot
@@ -211,6 +225,54 @@ const char *input_of(const gpucoll_team *t, const gpucoll_coll_args_t &a);
 // `kind` could not serve a call and which one did (plan.forced_refused).
 void note_forced_refused(gpucoll_team *t, gpucoll_coll_kind_t kind, const Plan &plan);
 
+// The agreement of a blocking call (core/team.cpp): posts this rank's
+// answer for call `seq` (and, if it can take the peer path, the call's key)
+// and gathers everyone's. *all_ok: all ranks can; *all_direct: and all can
+// have their buffers mapped. When all can but the keys differ, the call
+// fails on every rank (TRUNCATE where this rank would be sent more than it
+// made room for, MISMATCH elsewhere), after a round that keeps every key in
+// place until all ranks have compared them.
+gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const gpucoll_coll_args_t &a, bool *all_ok,
+                       bool *all_direct);
+
+// Steps shared by the modes (core/call_steps.cpp).
+// Fits a pipelined plan's chunk into half of the scratch (every rank
+// computes the same); false if no chunk fits.
+bool fit_chunk(const gpucoll_team *t, Plan *plan, size_t elt);
+// A call that runs without a host agreement (queued, stream-ordered), as
+// prepared: its arguments (bcast: sbuf cleared), plan and grid.
+struct UnagreedCall {
+    gpucoll_coll_args_t a{};
+    size_t elt = 0;
+    Plan plan{};
+    int blocks = 0;
+};
+// Validates `args` and plans them from what every rank knows alike:
+// GPUCOLL_ERR_UNSUPPORTED where no kernel serves (every rank stages),
+// GPUCOLL_ERR_INVALID for a root outside the communicator.
+gpucoll_status_t prepare_unagreed(const gpucoll_team *t, const gpucoll_coll_args_t &args, const gpucoll_config_t &cfg,
+                                  UnagreedCall *c);
+// One kernel launch of any mode.
+struct Launch {
+    const PeerArgs *k;
+    gpucoll_dtype_t dtype;
+    gpucoll_op_t op;
+    int blocks;
+    gpuStream_t stream;
+    KernelGraph *graph; // launch through it (graph_for), or nullptr
+    const char *what;   // the call, for errors
+    bool blocking;      // an agreed call: a failed launch also takes the team off the peer path
+};
+// Launches; on failure tells every peer's kernel of this call to give up
+// (they wait for ours), marks the team broken and says why.
+gpucoll_status_t launch_step(gpucoll_team *t, const Launch &l, int *threads);
+// The peers' kernels of the current call stop waiting for this rank's.
+void give_up_peers(gpucoll_team *t);
+// A call every peer runs that this rank cannot start after all (a copy or
+// an ordering step failed): the peers' kernels give up, the team is broken
+// (its barrier epochs are out of step), and `st` is returned.
+gpucoll_status_t abandon_call(gpucoll_team *t, gpucoll_status_t st);
+
 // The GPU side (core/team_gpu.cpp). setup_gpu is collective: every rank
 // calls it at the same call, and all end up ready or none (t->gpu).
 gpucoll_status_t setup_gpu(gpucoll_team *t, int device);
@@ -242,11 +304,11 @@ gpucoll_status_t prepare_gpu(gpucoll_team *t, int device, bool can);
 // ones running.
 void close_stream_calls(gpucoll_team *t);
 
-// Queued calls (core/team_queued.cpp): waits (bounded, driving progress)
-// until every call this rank queued on the team is done, so that a blocking
+// Queued calls (core/team_queued.cpp): waits (driving progress) until
+// every call this rank queued on the team is done, so that a blocking
 // call's agreement keeps its rule that a rank posts a call only when its
-// earlier kernels have finished. False on timeout.
-bool drain_queued(gpucoll_team *t);
+// earlier kernels have finished. Ends early only as wait_until does.
+gpucoll_status_t drain_queued(gpucoll_team *t);
 void release_queued(gpucoll_team *t);
 
 // Zero-copy (core/team.cpp), shared by blocking calls and persistent plans.

@@ -79,24 +79,7 @@ gpucoll_status_t stream_setup_body(gpucoll_team *t)
     return GPUCOLL_SUCCESS;
 }
 
-gpucoll_status_t error_raised(const gpucoll_team *t)
-{
-    switch (*t->error) {
-    case 0: return GPUCOLL_SUCCESS;
-    case kErrorPeerGaveUp:
-        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "an enqueued collective gave up: another rank's kernel did first");
-    case kErrorFlagsExhausted:
-        return gpucoll_fail(GPUCOLL_ERR_INTERNAL,
-                            "this communicator ran %u small enqueued collectives, all its flags: free it and use "
-                            "another",
-                            kStreamLLFlagLimit);
-    default:
-        return gpucoll_fail(GPUCOLL_ERR_TIMEOUT,
-                            "an enqueued collective gave up: a peer's kernel did not arrive within %d ms "
-                            "(ranks must enqueue the same collectives in the same order)",
-                            config().timeout_ms);
-    }
-}
+gpucoll_status_t error_raised(gpucoll_team *t) { return kernel_error(t, "an enqueued collective"); }
 
 // Whether this rank's kernel can address `p` (device memory of the team's
 // GPU, or managed memory).
@@ -114,46 +97,32 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
     gpucoll_status_t st = error_raised(t);
     if (st != GPUCOLL_SUCCESS) return st;
     if (t->broken) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "an earlier enqueued collective could not be launched");
-    gpucoll_coll_args_t a = args;
-    if (!queueable(a)) return GPUCOLL_ERR_UNSUPPORTED;
-    const bool rooted = a.kind == GPUCOLL_COLL_BCAST || a.kind == GPUCOLL_COLL_REDUCE;
-    if (rooted && (a.root < 0 || a.root >= t->size))
-        return gpucoll_fail(GPUCOLL_ERR_INVALID, "root %d of a communicator of %d ranks", a.root, t->size);
-    const size_t elt = gpucoll_dtype_size(a.dtype);
-    if (elt == 0) return GPUCOLL_ERR_UNSUPPORTED;
-    if (a.count == 0) return GPUCOLL_SUCCESS; // alike on every rank: nothing runs anywhere
-    if (a.kind == GPUCOLL_COLL_BCAST) a.sbuf = nullptr; // the root's buffer is its input
-    Plan plan{};
-    if (!make_plan(a, t->rank, t->size, cfg, false, &plan, t->share, true))
-        return GPUCOLL_ERR_UNSUPPORTED; // no kernel for the type and op: alike everywhere
-    if (!is_ll(plan.algo)) plan.chunk = std::min(plan.chunk, max_chunk_elems(plan, t->half_bytes, elt));
-    if (plan.chunk == 0) return GPUCOLL_ERR_UNSUPPORTED;
+    if (args.count == 0 && queueable(args)) return GPUCOLL_SUCCESS; // alike on every rank: nothing runs anywhere
+    UnagreedCall c;
+    if ((st = prepare_unagreed(t, args, cfg, &c)) != GPUCOLL_SUCCESS) return st;
+    const gpucoll_coll_args_t &a = c.a;
+    const Plan &plan = c.plan;
 
     // From here on the peers' kernels wait for ours: this rank's own
-    // failures are errors (the peers' kernels give up on it).
+    // failures are errors, and abandon_call tells the peers' kernels.
     char *rbuf = static_cast<char *>(a.rbuf);
     const bool rbuf_used = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
     const char *src = input_of(t, a);
     if ((a.sbuf && !addressable(t, a.sbuf)) || (rbuf_used && !addressable(t, rbuf)))
-        return gpucoll_fail(GPUCOLL_ERR_INVALID,
-                            "an enqueued collective's buffers must be device memory of this rank's GPU (%d) or "
-                            "managed memory",
-                            t->device);
+        return abandon_call(t, gpucoll_fail(GPUCOLL_ERR_INVALID,
+                                            "an enqueued collective's buffers must be device memory of this rank's "
+                                            "GPU (%d) or managed memory",
+                                            t->device));
     DeviceGuard g(t->device);
     PeerArgs k = kernel_args(t, plan, a, src, rbuf);
     k.stream_calls = t->stream_calls;
     k.stream_epochs = is_ll(plan.algo) ? 0 : (a.count + plan.chunk - 1) / plan.chunk;
     const bool eager = gpucoll_stream_capturing(stream) == 0;
     if (eager) k.stream_epochs |= kStreamEager;
-    const int blocks = blocks_for(plan, elt, cfg, t->size, t->share);
-    if (!launch_peer_kernel(k, a.dtype, a.op, blocks, cfg.threads_per_block, stream))
-        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for %s/%s", gpucoll_dtype_name(a.dtype),
-                            gpucoll_op_name(a.op));
-    gpuError_t e = gpuGetLastError();
-    if (e != gpuSuccess) {
-        t->broken = true; // the peers' kernels of this call wait for ours
-        return gpu_error("launching an enqueued collective", e);
-    }
+    st = launch_step(t, Launch{&k, a.dtype, a.op, c.blocks, static_cast<gpuStream_t>(stream), nullptr,
+                               "an enqueued collective", false},
+                     nullptr);
+    if (st != GPUCOLL_SUCCESS) return st;
     if (eager) t->stream_eager++;
     t->last_algo = plan.algo;
     t->ran_any = true;
@@ -174,6 +143,23 @@ template <class T> gpuError_t read_counter(const gpucoll_team *t, const T *field
 
 } // namespace
 
+namespace {
+
+// How long close_stream_calls waits for calls that stopped finishing: only
+// where the debugging timeout is set.
+std::chrono::milliseconds patience()
+{
+    return std::chrono::milliseconds(2 * (int64_t)config().timeout_ms + 1000);
+}
+
+bool still_waiting(gpucoll_team *t, Clock::time_point deadline)
+{
+    if (team_peer_gone(t) >= 0) return false;
+    return config().timeout_ms <= 0 || Clock::now() < deadline;
+}
+
+} // namespace
+
 void gpucoll::close_stream_calls(gpucoll_team *t)
 {
     if (!t->stream_calls) return;
@@ -181,15 +167,14 @@ void gpucoll::close_stream_calls(gpucoll_team *t)
     StreamCalls *sc = t->stream_calls;
     gpuError_t e = gpuSuccess;
     // MPI_Comm_free lets pending work finish: the calls enqueued outside a
-    // capture run first, however long the work queued before them takes,
-    // as long as they keep finishing (each gives up on a missing peer
-    // within timeout_ms). Graphs are the caller's to have finished.
-    const auto patience = std::chrono::milliseconds(2 * (int64_t)config().timeout_ms + 1000);
+    // capture run first, however long the work queued before them takes
+    // and however late a peer is, unless a peer is gone (their kernels then
+    // end too, core/peer_watch.hpp) or the debugging timeout_ms is set and
+    // they stop finishing. Graphs are the caller's to have finished.
     uint64_t done = 0, seen = UINT64_MAX;
-    auto deadline = Clock::now() + patience;
-    while ((e = read_counter(t, &sc->eager_done, &done)) == gpuSuccess && done < t->stream_eager &&
-           Clock::now() < deadline) {
-        if (done != seen) deadline = Clock::now() + patience;
+    auto deadline = Clock::now() + patience();
+    while ((e = read_counter(t, &sc->eager_done, &done)) == gpuSuccess && done < t->stream_eager && still_waiting(t, deadline)) {
+        if (done != seen) deadline = Clock::now() + patience();
         seen = done;
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
@@ -200,9 +185,9 @@ void gpucoll::close_stream_calls(gpucoll_team *t)
     if (e == gpuSuccess) e = gpuMemcpyAsync(&sc->closed, &closed, sizeof closed, gpuMemcpyHostToDevice, t->queued_stream);
     if (e == gpuSuccess) e = gpuStreamSynchronize(t->queued_stream);
     int32_t active = 1;
-    deadline = Clock::now() + patience;
+    deadline = Clock::now() + patience();
     while (e == gpuSuccess && (e = read_counter(t, &sc->active, &active)) == gpuSuccess && active > 0 &&
-           Clock::now() < deadline)
+           still_waiting(t, deadline))
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     if ((e != gpuSuccess || active > 0 || done < t->stream_eager) && config().verbose >= 1)
         fprintf(stderr, "coll:gpu: rank %d: enqueued collectives still queued or running at the communicator's end "
@@ -226,7 +211,7 @@ extern "C" gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *t, const gpuc
 extern "C" gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *t)
 {
     if (!t || !t->error) return GPUCOLL_SUCCESS;
-    return error_raised(t);
+    return error_raised(const_cast<gpucoll_team_t *>(t)); // it may note which peer is gone
 }
 
 extern "C" int gpucoll_stream_capturing(void *stream)

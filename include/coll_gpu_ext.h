@@ -201,10 +201,11 @@ static inline void coll_gpu_ext_free(coll_gpu_ext_t *ext)
  * - Every rank must make the same enqueued calls on a communicator in the
  *   same order (as for any MPI collective), and one communicator's enqueued
  *   calls must be ordered with each other (one stream, or streams the
- *   caller orders). A rank that breaks this makes the kernels give up after
- *   coll_gpu_timeout_ms: never a hang; once a kernel of a rank has given up
- *   (or been told to by a peer's), coll_gpu_stream_status and every later
- *   call on the communicator fail on that rank.
+ *   caller orders). A rank may enqueue any time later than its peers: their
+ *   kernels wait for it. A kernel ends without its peer only when that
+ *   peer's process is gone (or past coll_gpu_timeout_ms, a debugging bound,
+ *   off by default); coll_gpu_stream_status and every later call on the
+ *   communicator then fail on that rank.
  * - Buffers: device memory of the GPU current at coll_gpu_stream_init, or
  *   managed memory.
  *   Reductions: predefined types (and this header's fp16/bf16) with
@@ -219,7 +220,8 @@ static inline void coll_gpu_ext_free(coll_gpu_ext_t *ext)
  *   returns MPI_ERR_UNSUPPORTED_OPERATION instead.
  * - Return values are MPI error codes; MPI_ERR_UNSUPPORTED_OPERATION where
  *   coll/gpu is not loaded into this process at all.
- * - Freeing the communicator waits (bounded) for its enqueued kernels. */
+ * - Freeing the communicator waits for its enqueued kernels (they end, or
+ *   stop because a peer is gone). */
 typedef int (*coll_gpu_stream_init_fn)(MPI_Comm comm);
 typedef int (*coll_gpu_stream_status_fn)(MPI_Comm comm);
 typedef int (*coll_gpu_allreduce_enqueue_fn)(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -250,8 +252,8 @@ typedef int (*coll_gpu_alltoall_enqueue_fn)(const void *sendbuf, int sendcount, 
     }
 COLL_GPU_EXT_FORWARD(stream_init, (MPI_Comm comm), (comm))
 /* MPI_SUCCESS, or the error that an enqueued kernel of `comm` met (a peer
- * that did not arrive within coll_gpu_timeout_ms): the communicator's
- * enqueued calls then fail; free it. Never waits. */
+ * whose process is gone, or the debugging coll_gpu_timeout_ms): the
+ * communicator's enqueued calls then fail; free it. Never waits. */
 COLL_GPU_EXT_FORWARD(stream_status, (MPI_Comm comm), (comm))
 COLL_GPU_EXT_FORWARD(allreduce_enqueue,
                      (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,

@@ -81,9 +81,10 @@ __device__ inline bool ll_receive(const PeerArgs &a, const uint4 *line, uint64_t
     const uint32_t flag = (uint32_t)a.epoch0;
     uint4 v = gpu_load_line(line);
     if (v.y != flag || v.w != flag) {
-        uint64_t start = gpu_global_timer_ns();
+        uint64_t start = a.timeout_ns ? gpu_global_timer_ns() : 0;
+        unsigned spin = 0;
         do {
-            if (must_give_up(a, start)) return false;
+            if (must_give_up(a, start, spin++)) return false;
             v = gpu_load_line(line);
         } while (v.y != flag || v.w != flag);
     }

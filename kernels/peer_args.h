@@ -131,6 +131,7 @@ static_assert(kResidentCallOffset + sizeof(PeerArgs) <= kDataOffset, "barrier fl
 constexpr int kErrorTimeout = 1;    // this kernel waited a.timeout_ns for a peer
 constexpr int kErrorPeerGaveUp = 2; // another rank's kernel gave up first
 constexpr int kErrorFlagsExhausted = 3; // a stream-ordered LL call found no flag left (kStreamLLFlagLimit)
+constexpr int kErrorPeerGone = 4;   // set by the host: a peer's process is gone, or this one exits (core/peer_watch.hpp)
 constexpr size_t kGiveUpOffset = (kResidentCallOffset + sizeof(PeerArgs) + 63) / 64 * 64;
 static_assert(kGiveUpOffset + sizeof(uint64_t) <= kDataOffset, "the give-up word overflows into the data area");
 // After the give-up word: how many blocks of the running queued kernel have

@@ -43,32 +43,36 @@ __device__ inline void post_flags(const PeerArgs &a, int phase, uint64_t value)
 
 __device__ inline uint64_t *give_up_word(char *scratch) { return reinterpret_cast<uint64_t *>(scratch + kGiveUpOffset); }
 
-// Whether a wait that began at `start` must end: past a.timeout_ns (this
-// kernel gives up and tells every rank's kernels to, see kGiveUpOffset), or
-// another kernel of the team gave up. Either way the host-mapped error flag
-// is raised (kErrorTimeout or kErrorPeerGaveUp): the host fails the call and
-// runs no more peer kernels.
-__device__ inline bool must_give_up(const PeerArgs &a, uint64_t start)
+// Whether a wait that began at `start` must end. A peer may be late by any
+// amount, so a wait ends only when: the host raised the error word
+// (kErrorPeerGone: a peer's process is gone, or this one exits; read over
+// the bus, so every 256th poll), another kernel of the team gave up (its
+// give-up word), or the debugging bound a.timeout_ns is set and past (this
+// kernel then gives up and tells every rank's kernels to, see kGiveUpOffset).
+// The host fails the call and runs no more peer kernels of the team.
+__device__ inline bool must_give_up(const PeerArgs &a, uint64_t start, unsigned spin)
 {
-    if (gpu_global_timer_ns() - start > a.timeout_ns) {
+    if (a.timeout_ns && gpu_global_timer_ns() - start > a.timeout_ns) {
         // The error first: this kernel's other blocks see the word it sets
         // (ours too) and must not pass for the ones told by a peer.
         atomicExch(a.error, kErrorTimeout);
         for (int p = 0; p < a.nranks; p++) gpu_store_release_sys(give_up_word(a.scratch[p]), 1);
         return true;
     }
-    if (gpu_load_acquire_sys(give_up_word(a.scratch[a.rank])) == 0) return false;
-    atomicCAS(a.error, 0, kErrorPeerGaveUp);
-    return true;
+    if (gpu_load_acquire_sys(give_up_word(a.scratch[a.rank])) != 0) {
+        atomicCAS(a.error, 0, kErrorPeerGaveUp);
+        return true;
+    }
+    return (spin & 255) == 255 && *reinterpret_cast<volatile int *>(a.error) != 0;
 }
 
 // Spins until *f >= value; false (error raised) where must_give_up says so.
 // With ll_receive, the waits of the kernels on other ranks.
 __device__ inline bool wait_flag(const PeerArgs &a, const uint64_t *f, uint64_t value)
 {
-    uint64_t start = gpu_global_timer_ns();
-    while (gpu_load_acquire_sys(f) < value)
-        if (must_give_up(a, start)) return false;
+    uint64_t start = a.timeout_ns ? gpu_global_timer_ns() : 0;
+    for (unsigned spin = 0; gpu_load_acquire_sys(f) < value; spin++)
+        if (must_give_up(a, start, spin)) return false;
     return true;
 }
 

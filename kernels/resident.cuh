@@ -72,8 +72,9 @@ __device__ inline bool next_call(const PeerArgs &first, uint64_t *word)
             *word = doorbell_of(r, (uint32_t)d);
             return !((d >> 32) & 1);
         }
-        // Block 0 decides within idle_ns; past that plus the timeout it is gone.
-        if (gpu_global_timer_ns() - start > r.idle_ns + first.timeout_ns) {
+        // Block 0 decides within idle_ns; past that plus the timeout (or, with
+        // none set, a second) it is gone.
+        if (gpu_global_timer_ns() - start > r.idle_ns + (first.timeout_ns ? first.timeout_ns : 1000000000ull)) {
             atomicExch(first.error, 1);
             return false;
         }

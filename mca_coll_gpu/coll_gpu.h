@@ -180,6 +180,12 @@ void coll_gpu_pending_add(coll_gpu_pending_t *w);
  * flight, counted in *owners: each drops its own, and the last one
  * finalises and frees the request. */
 void coll_gpu_request_disown(ompi_request_t *request, int32_t *owners);
+/* Sets up one of our requests on `comm` (active, or inactive and complete
+ * if persistent) and takes a reference to `comm`, which the last owner's
+ * coll_gpu_request_disown gives back: freeing the communicator while the
+ * request is pending or not yet freed is then correct, as MPI requires. */
+void coll_gpu_request_init(ompi_request_t *r, ompi_communicator_t *comm, bool persistent,
+                           ompi_request_free_fn_t free_fn);
 /* req_cancel of our requests: collectives cannot be cancelled. */
 int coll_gpu_request_cancel(ompi_request_t *request, int complete);
 /* Runs the completions that are due now; returns how many ran. */

@@ -252,7 +252,9 @@ static const gpu_param_t gpu_params[] = {
      .help = "Thread blocks of resident kernels, and of every call up to resident_max_bytes "
              "(the same for all sizes, so that one kernel serves them; equal on all ranks)"},
     {.name = "timeout_ms", CFG_INT(timeout_ms), .level = OPAL_INFO_LVL_5, .def.i = GPUCOLL_DEFAULT_TIMEOUT_MS,
-     .help = "Longest wait (ms) for another rank before a collective fails with an error"},
+     .help = "Debugging only: longest wait (ms) for another rank before a collective fails with an error. 0 "
+             "(default): no bound, as MPI requires (a rank may arrive any time later); a wait still ends, with an "
+             "error, when a peer's process is gone"},
     /* Across nodes (coll_gpu_hier.c, docs/multinode.md). */
     {.name = "inter_path", CFG_ENUM(inter_path, inter_path_values), .level = OPAL_INFO_LVL_5,
      .def.i = GPUCOLL_INTER_AUTO,

@@ -209,13 +209,8 @@ static int persist_new(persist_kind_t kind, ompi_communicator_t *comm, mca_coll_
 {
     coll_gpu_persist_t *p = OBJ_NEW(coll_gpu_persist_t);
     if (p == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
-    OMPI_REQUEST_INIT(&p->super.super, true); /* inactive, complete */
-    p->super.super.req_type = OMPI_REQUEST_COLL;
-    p->super.super.req_free = persist_free;
-    p->super.super.req_cancel = coll_gpu_request_cancel;
+    coll_gpu_request_init(&p->super.super, comm, true, persist_free); /* inactive, complete */
     p->super.super.req_start = persist_start;
-    p->super.super.req_mpi_object.comm = comm;
-    p->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
     p->kind = kind;
     p->comm = comm;
     p->module = module;

@@ -236,21 +236,15 @@ bool coll_gpu_queued_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, omp
         if (*rc == OMPI_SUCCESS) *rc = done_rc;
         return true;
     }
-    OMPI_REQUEST_INIT(&r->super.super, false);
-    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
-    r->super.super.req_type = OMPI_REQUEST_COLL;
-    r->super.super.req_free = queued_request_free;
-    r->super.super.req_cancel = coll_gpu_request_cancel;
-    r->super.super.req_mpi_object.comm = m->comm;
-    r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+    coll_gpu_request_init(&r->super.super, m->comm, false, queued_request_free);
     r->q = q;
     r->owners = 2;
     int start_rc = coll_gpu_queued_start(q);
     if (start_rc != OMPI_SUCCESS) {
         /* Nothing runs: the call fails here. */
         coll_gpu_queued_free(q);
-        OMPI_REQUEST_FINI(&r->super.super);
-        OBJ_RELEASE(r);
+        r->owners = 1;
+        coll_gpu_request_disown(&r->super.super, &r->owners);
         *rc = start_rc;
         return true;
     }

@@ -75,11 +75,32 @@ void coll_gpu_pending_add(coll_gpu_pending_t *w)
 
 int coll_gpu_pending_progress(void) { return coll_gpu_progress(); }
 
+/* Every request of the component holds its communicator, as the PML's
+ * requests do: MPI lets the application free the communicator (or the
+ * request) while the operation is pending, and the module, the team, its
+ * GPU state and mapped buffers must outlive the operation. The last owner
+ * lets go of both, so the communicator's destruction (and with it the
+ * module's) may run here, from progress. */
+void coll_gpu_request_init(ompi_request_t *r, ompi_communicator_t *comm, bool persistent,
+                           ompi_request_free_fn_t free_fn)
+{
+    OMPI_REQUEST_INIT(r, persistent);
+    r->req_state = persistent ? OMPI_REQUEST_INACTIVE : OMPI_REQUEST_ACTIVE;
+    r->req_type = OMPI_REQUEST_COLL;
+    r->req_free = free_fn;
+    r->req_cancel = coll_gpu_request_cancel;
+    r->req_mpi_object.comm = comm;
+    r->req_status.MPI_ERROR = MPI_SUCCESS;
+    OBJ_RETAIN(comm);
+}
+
 void coll_gpu_request_disown(ompi_request_t *request, int32_t *owners)
 {
     if (__atomic_sub_fetch(owners, 1, __ATOMIC_ACQ_REL) != 0) return;
+    ompi_communicator_t *comm = request->req_mpi_object.comm;
     OMPI_REQUEST_FINI(request);
     OBJ_RELEASE(request);
+    OBJ_RELEASE(comm);
 }
 
 static int request_free(ompi_request_t **rp)
@@ -117,13 +138,7 @@ int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_c
         ompi_request_wait(request, MPI_STATUS_IGNORE);
         return coll_gpu_stage_release(st, OMPI_SUCCESS);
     }
-    OMPI_REQUEST_INIT(&r->super.super, false);
-    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
-    r->super.super.req_type = OMPI_REQUEST_COLL;
-    r->super.super.req_free = request_free;
-    r->super.super.req_cancel = coll_gpu_request_cancel;
-    r->super.super.req_mpi_object.comm = comm;
-    r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+    coll_gpu_request_init(&r->super.super, comm, false, request_free);
     r->pending.inner = *request;
     r->pending.ready = NULL;
     r->pending.complete = request_complete;

@@ -44,7 +44,7 @@ extern "C" {
 void gpucoll_ucx_config_init(gpucoll_ucx_config_t *cfg, const gpucoll_config_t *common)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->timeout_ms = common && common->timeout_ms > 0 ? common->timeout_ms : GPUCOLL_DEFAULT_TIMEOUT_MS;
+    cfg->timeout_ms = common && common->timeout_ms > 0 ? common->timeout_ms : 0; /* none */
     cfg->chunk_bytes = 0; /* by the device path (gpucoll_ucx_config_t) */
     cfg->pipeline_depth = GPUCOLL_UCX_DEFAULT_PIPELINE_DEPTH;
     cfg->device_path = GPUCOLL_UCX_DEVICE_PATH_AUTO;

@@ -149,7 +149,7 @@ void Group::abort(Transfer *t)
      * (with UCS_ERR_CANCELED), so the user buffer is free when we return.
      * The peer is useless to this group from now on anyway. */
     if (t->has_sends_on_wire()) force_close(t->peer(), "endpoint closed to abort a pending send");
-    const auto deadline = after_ms(std::min(cfg_.timeout_ms, kAbortGraceMs));
+    const auto deadline = after_ms(capped_ms(cfg_.timeout_ms, kAbortGraceMs));
     for (unsigned polls = 1; !t->reap() && Clock::now() < deadline; ++polls) {
         ucp_worker_progress(worker_->handle());
         if (polls % kIdlePollsBeforeYield == 0) sched_yield();

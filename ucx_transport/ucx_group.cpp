@@ -36,7 +36,7 @@ struct CreateHeader {
 
 void fill_defaults(gpucoll_ucx_config_t *c)
 {
-    if (c->timeout_ms <= 0) c->timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS;
+    if (c->timeout_ms < 0) c->timeout_ms = 0; /* none */
     if (c->pipeline_depth == 0) c->pipeline_depth = GPUCOLL_UCX_DEFAULT_PIPELINE_DEPTH;
     c->pipeline_depth = std::max(c->pipeline_depth, 2);
     if (c->rcache_max_entries == 0) c->rcache_max_entries = GPUCOLL_UCX_DEFAULT_RCACHE_ENTRIES;
@@ -264,7 +264,7 @@ void Group::force_close(PeerState &peer, const char *why)
 {
     if (!peer.ep) return;
     std::vector<void *> request{start_close(peer, why)};
-    wait_ucx_requests(request, std::min(cfg_.timeout_ms, kAbortGraceMs));
+    wait_ucx_requests(request, capped_ms(cfg_.timeout_ms, kAbortGraceMs));
 }
 
 /* ---- destruction ----------------------------------------------------------- */
@@ -288,10 +288,10 @@ gpucoll_status_t Group::destroy()
         ucp_request_param_t flush = {};
         for (PeerState &p : peers_)
             if (p.ep && !p.failed) requests.push_back(ucp_ep_flush_nbx(p.ep, &flush));
-        wait_ucx_requests(requests, std::min(cfg_.timeout_ms, kCloseDrainMs));
+        wait_ucx_requests(requests, capped_ms(cfg_.timeout_ms, kCloseDrainMs));
         for (PeerState &p : peers_)
             if (p.ep) requests.push_back(start_close(p, "group destroyed"));
-        wait_ucx_requests(requests, std::min(cfg_.timeout_ms, kAbortGraceMs));
+        wait_ucx_requests(requests, capped_ms(cfg_.timeout_ms, kAbortGraceMs));
         for (Transfer *t : orphans_) {
             if (t->reap()) {
                 delete t;

@@ -23,7 +23,14 @@ constexpr int kAbortGraceMs = 2000;
  * that is done with the group may never do (see Group::destroy). */
 constexpr int kCloseDrainMs = 100;
 
-inline Clock::time_point after_ms(int ms) { return Clock::now() + std::chrono::milliseconds(ms); }
+// ms <= 0: no deadline (timeout_ms is a debugging bound, off by default:
+// a late peer is not an error; a gone one fails its endpoint).
+inline Clock::time_point after_ms(int ms)
+{
+    return ms > 0 ? Clock::now() + std::chrono::milliseconds(ms) : Clock::time_point::max();
+}
+// The shorter of timeout_ms (0: none) and a fixed grace.
+inline int capped_ms(int timeout_ms, int cap_ms) { return timeout_ms > 0 && timeout_ms < cap_ms ? timeout_ms : cap_ms; }
 
 } // namespace gpucoll_ucx
 #endif

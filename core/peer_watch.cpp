@@ -1,0 +1,135 @@
+// Presence locks and the watcher thread (peer_watch.hpp says why).
+#include "peer_watch.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "team_state.hpp"
+
+namespace gpucoll {
+
+namespace {
+
+struct flock presence_range(short type, int rank)
+{
+    struct flock fl{};
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = rank;
+    fl.l_len = 1;
+    return fl;
+}
+
+// Never destroyed: the thread may look at it while the process exits.
+struct Watch {
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    std::vector<gpucoll_team *> teams;
+    bool started = false;
+};
+Watch &watch()
+{
+    static Watch *w = new Watch;
+    return *w;
+}
+
+// A peer that will not come: every kernel of the team reads this and ends.
+void raise_gone(gpucoll_team *t)
+{
+    if (t->error) __atomic_store_n(t->error, kErrorPeerGone, __ATOMIC_RELEASE);
+}
+
+void *watcher(void *)
+{
+    const struct timespec period = {0, 100 * 1000 * 1000};
+    for (;;) {
+        nanosleep(&period, nullptr);
+        Watch &w = watch();
+        pthread_mutex_lock(&w.mu);
+        for (gpucoll_team *t : w.teams)
+            if (team_peer_gone(t, 0) >= 0) raise_gone(t);
+        pthread_mutex_unlock(&w.mu);
+    }
+    return nullptr;
+}
+
+// At exit (a program that ends with a request still running, or whose
+// communicator was never freed): no kernel of ours keeps waiting on a peer.
+void stop_kernels_at_exit()
+{
+    Watch &w = watch();
+    pthread_mutex_lock(&w.mu);
+    for (gpucoll_team *t : w.teams) raise_gone(t);
+    pthread_mutex_unlock(&w.mu);
+}
+
+} // namespace
+
+bool hold_presence(int fd, int rank)
+{
+    struct flock fl = presence_range(F_WRLCK, rank);
+    return fcntl(fd, F_OFD_SETLK, &fl) == 0;
+}
+
+bool peer_present(int fd, int r)
+{
+    struct flock fl = presence_range(F_WRLCK, r);
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0) return true;
+    return fl.l_type != F_UNLCK;
+}
+
+int team_peer_gone(gpucoll_team *t, int period_ms)
+{
+    int gone = __atomic_load_n(&t->gone_rank, __ATOMIC_ACQUIRE);
+    if (gone >= 0 || t->presence_fd < 0) return gone;
+    if (period_ms > 0) {
+        const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+        if (now - t->presence_checked_ms.load(std::memory_order_relaxed) < period_ms) return -1;
+        t->presence_checked_ms.store(now, std::memory_order_relaxed);
+    }
+    for (int r = 0; r < t->size; r++) {
+        if (r == t->rank || peer_present(t->presence_fd, r)) continue;
+        int none = -1;
+        __atomic_compare_exchange_n(&t->gone_rank, &none, r, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        return __atomic_load_n(&t->gone_rank, __ATOMIC_ACQUIRE);
+    }
+    return -1;
+}
+
+void watch_team(gpucoll_team *t)
+{
+    Watch &w = watch();
+    pthread_mutex_lock(&w.mu);
+    if (!w.started) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        w.started = pthread_create(&th, &attr, watcher, nullptr) == 0;
+        pthread_attr_destroy(&attr);
+        if (w.started) atexit(stop_kernels_at_exit);
+    }
+    w.teams.push_back(t);
+    pthread_mutex_unlock(&w.mu);
+}
+
+void unwatch_team(gpucoll_team *t)
+{
+    Watch &w = watch();
+    pthread_mutex_lock(&w.mu);
+    w.teams.erase(std::remove(w.teams.begin(), w.teams.end(), t), w.teams.end());
+    pthread_mutex_unlock(&w.mu);
+}
+
+gpucoll_status_t peer_gone_error(int r, const char *waiting_for)
+{
+    return gpucoll_fail(GPUCOLL_ERR_PEER, "rank %d of the node's team is gone (its process ended) while this rank "
+                        "waited for %s", r, waiting_for);
+}
+
+} // namespace gpucoll

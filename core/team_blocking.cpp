@@ -1,0 +1,330 @@
+// A blocking call on the peer path, as the steps it composes:
+//   verdict  - this rank's local answer (buffers, kernel, zero-copy descriptors)
+//   agree    - every rank's answer and arguments (core/team.cpp), the GPU set up once
+//   map      - zero-copy only: every peer's buffers mapped, and agreed that all could
+//   plan     - the agreed plan's final form (zero-copy plan, chunk, grid)
+//   start    - kernel arguments and the launch (core/call_steps.cpp), or the resident kernel
+//   complete - the kernel's end and error word, then what the call leaves behind (LL wrap)
+// Queued and stream-ordered calls share the plan and start steps and the
+// error decoding (core/team_queued.cpp, core/team_stream.cpp).
+#include <cstdio>
+
+#include "device_guard.hpp"
+#include "gpu_error.hpp"
+#include "no_throw.hpp"
+#include "team.hpp"
+#include "team_state.hpp"
+
+using namespace gpucoll;
+
+namespace {
+
+bool is_vector_kind(gpucoll_coll_kind_t k)
+{
+    return k == GPUCOLL_COLL_ALLGATHERV || k == GPUCOLL_COLL_REDUCE_SCATTER || k == GPUCOLL_COLL_ALLTOALLV;
+}
+
+// This rank's verdict on `a`, before any agreement and with no side
+// effect: device buffers on the team's GPU (*device: theirs), the team's
+// GPU not failed, a kernel for the kind, type and op (*plan: the scratch
+// plan, or the vector kinds' zero-copy one).
+bool local_verdict(const gpucoll_team *t, const gpucoll_coll_args_t &a, int *device, Plan *plan)
+{
+    *device = -1;
+    if (!a.local_ok || t->gpu == gpucoll_team::GpuFailed) return false;
+    const bool vector = is_vector_kind(a.kind);
+    // Reduce_scatter and alltoallv in place would overwrite what peers still read.
+    if (vector && !a.sbuf && a.kind != GPUCOLL_COLL_ALLGATHERV) return false;
+    gpu_port_ptr_info_t ri{}, si{};
+    gpu_port_query_kind(a.rbuf, &ri);
+    gpu_port_query_kind(input_of(t, a), &si);
+    const bool rbuf_needed = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
+    *device = si.device;
+    if (si.kind != GPU_PORT_MEM_DEVICE || (rbuf_needed && (ri.kind != GPU_PORT_MEM_DEVICE || ri.device != si.device)))
+        return false;
+    if (t->gpu == gpucoll_team::GpuReady && si.device != t->device) return false;
+    return make_plan(a, t->rank, t->size, config(), vector, plan, t->share);
+}
+
+// The size the grid of a vector kind is cut for, equal on every rank (the
+// barriers pair block b with block b): alltoallv takes the largest of what
+// the ranks published, the others their common total.
+size_t vector_grid_elems(const gpucoll_team *t, const gpucoll_coll_args_t &a)
+{
+    if (a.kind != GPUCOLL_COLL_ALLTOALLV) return a.count;
+    uint64_t most = 0;
+    for (int r = 0; r < t->size; r++) most = std::max(most, t->shm->ranks[r].vtotal_bytes);
+    return most / gpucoll_dtype_size(a.dtype);
+}
+
+// One blocking call as it goes through the steps.
+struct Blocking {
+    gpucoll_coll_args_t a{};
+    uint64_t seq = 0;
+    size_t elt = 0;
+    bool vector = false;
+    const char *src = nullptr; // this rank's input (input_of)
+    int device = -1;
+    Plan plan{};
+    int blocks = 0;
+    bool ok = false, direct = false; // this rank's verdict
+    bool all_direct = false;         // every rank's buffers mapped: zero-copy
+    bool timed = true;               // not the call that set the team's GPU up (milliseconds)
+    const char *peer_src[kMaxPeers] = {}, *peer_dst[kMaxPeers] = {};
+    Clock::time_point t_start, t_verdict, t_agreed, t_launched;
+};
+
+// Descriptors of this rank's buffers for the peers to map; false if either
+// cannot be exported.
+bool describe_buffers(IpcCache &ipc, const Blocking &c, ShmRank &me)
+{
+    gpu_port_ptr_info_t si{}, ri{};
+    gpu_port_query_pointer(c.src, &si); // base and buffer id too
+    gpu_port_query_pointer(c.a.rbuf, &ri);
+    return ipc.describe(c.src, si, &me.src_desc) && ipc.describe(c.a.rbuf, ri, &me.dst_desc);
+}
+
+void step_verdict(gpucoll_team *t, Blocking &c)
+{
+    c.ok = local_verdict(t, c.a, &c.device, &c.plan);
+    ShmRank &me = t->shm->ranks[t->rank];
+    if (c.ok && c.vector) {
+        // No scratch kernel serves the vector kinds: mapped buffers (the
+        // team's GPU is set up after the agreement if need be), or staged.
+        c.ok = c.direct = describe_buffers(process_ipc_cache(), c, me);
+        if (c.ok && c.a.kind == GPUCOLL_COLL_ALLTOALLV) {
+            for (int p = 0; p < t->size; p++) me.vrdispl[p] = c.a.rdispls[p];
+            me.vtotal_bytes = c.a.count * c.elt;
+        }
+        return;
+    }
+    // Zero-copy needs the scratch (for its flags) to exist already: the
+    // first call of a team always goes through scratch.
+    if (c.ok && t->gpu == gpucoll_team::GpuReady && zero_copy_candidate(c.a, config(), t->size) &&
+        (uintptr_t)c.src % 16 == 0 && (uintptr_t)c.a.rbuf % 16 == 0)
+        c.direct = describe_buffers(*t->ipc, c, me);
+}
+
+gpucoll_status_t step_agree(gpucoll_team *t, Blocking &c)
+{
+    bool all_ok;
+    gpucoll_status_t st = agree(t, c.seq, c.ok, c.direct, c.a, &all_ok, &c.all_direct);
+    if (st != GPUCOLL_SUCCESS) return st;
+    if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
+    t->ll_cleared_since_agree = false; // every rank has left the call that cleared it (see step_complete)
+    if (t->gpu == gpucoll_team::GpuNone) {
+        if ((st = setup_gpu(t, c.device)) != GPUCOLL_SUCCESS) return st;
+        c.timed = false;
+    }
+    return t->gpu == gpucoll_team::GpuReady ? GPUCOLL_SUCCESS : GPUCOLL_ERR_UNSUPPORTED; // alike everywhere
+}
+
+// This rank maps every peer's buffers; false (with the reason) if one cannot be.
+bool map_peer_buffers(gpucoll_team *t, Blocking &c, IpcPins &pins)
+{
+    DeviceGuard g(t->device);
+    for (int r = 0; r < t->size; r++) {
+        if (r == t->rank) continue;
+        const ShmRank &peer = t->shm->ranks[r];
+        if (!(c.peer_src[r] = pins.map(peer.pid, peer.src_desc)) || !(c.peer_dst[r] = pins.map(peer.pid, peer.dst_desc)))
+            return false;
+        if (!peer_ranges_fit(t, c.a, r, c.elt, peer.src_desc, peer.dst_desc))
+            return gpucoll_fail(GPUCOLL_ERR_INVALID, "rank %d's buffer is smaller than this call reaches into", r),
+                   false;
+    }
+    return true;
+}
+
+// Zero-copy: map, then agree once more, since a rank that cannot map a
+// buffer (e.g. the allocation is already mapped in that process by other
+// means) must be able to send everyone back to the scratch path rather
+// than fail the call.
+gpucoll_status_t step_map(gpucoll_team *t, Blocking &c, IpcPins &pins)
+{
+    if (!c.all_direct) return GPUCOLL_SUCCESS;
+    const bool mapped = map_peer_buffers(t, c, pins);
+    if (!mapped && config().verbose >= 10)
+        fprintf(stderr, "coll:gpu: rank %d: zero-copy not possible, scratch path instead: %s\n", t->rank,
+                gpucoll_last_error());
+    t->shm->ranks[t->rank].mapped.store(c.seq << 1 | (mapped ? 1 : 0), std::memory_order_release);
+    for (int r = 0; r < t->size; r++) {
+        uint64_t m = 0;
+        auto &slot = t->shm->ranks[r].mapped;
+        gpucoll_status_t st = wait_until(t, t->progress, "the peers to map this call's buffers",
+                                         [&] { return ((m = slot.load(std::memory_order_acquire)) >> 1) >= c.seq; });
+        if (st != GPUCOLL_SUCCESS) return st;
+        c.all_direct &= (m & 1) != 0;
+    }
+    return GPUCOLL_SUCCESS;
+}
+
+gpucoll_status_t step_plan(gpucoll_team *t, Blocking &c)
+{
+    const gpucoll_config_t &cfg = config();
+    if (c.vector && !c.all_direct) return GPUCOLL_ERR_UNSUPPORTED; // every rank saw it: all stage
+    if (c.all_direct && !make_plan(c.a, t->rank, t->size, cfg, true, &c.plan, t->share))
+        return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no zero-copy plan for collective %d", (int)c.a.kind);
+    if (c.plan.forced_refused) note_forced_refused(t, c.a.kind, c.plan);
+    if (!fit_chunk(t, &c.plan, c.elt)) return GPUCOLL_ERR_UNSUPPORTED; // alike everywhere
+    return GPUCOLL_SUCCESS;
+}
+
+// The kernel's arguments: scratch, or the mapped peer buffers of zero-copy.
+PeerArgs blocking_args(gpucoll_team *t, Blocking &c)
+{
+    PeerArgs k = kernel_args(t, c.plan, c.a, c.src, static_cast<char *>(c.a.rbuf));
+    if (is_direct(c.plan.algo)) {
+        for (int r = 0; r < t->size; r++) {
+            k.peer_src[r] = r == t->rank ? k.src : c.peer_src[r];
+            k.peer_dst[r] = r == t->rank ? k.dst : const_cast<char *>(c.peer_dst[r]);
+        }
+        if (c.plan.algo == PeerAlgo::ReduceScatterDirect || c.plan.algo == PeerAlgo::VectorPush) {
+            place_pieces(t, c.a, c.elt, &k);
+            if (c.vector) c.plan.chunk = vector_grid_elems(t, c.a);
+        }
+    }
+    c.blocks = blocks_for(c.plan, c.elt, config(), t->size, t->share);
+    return k;
+}
+
+void note_threads(gpucoll_team *t, const Blocking &c, int threads)
+{
+    const gpucoll_config_t &cfg = config();
+    if (threads >= cfg.threads_per_block || t->told_threads || cfg.verbose < 10) return;
+    t->told_threads = true;
+    fprintf(stderr, "coll:gpu: rank %d: %s on %s/%s takes %d threads per block, not threads_per_block=%d\n", t->rank,
+            algo_name(c.plan.algo), gpucoll_dtype_name(c.a.dtype), gpucoll_op_name(c.a.op), threads,
+            cfg.threads_per_block);
+}
+
+// Start and wait: the resident kernel (launched if need be, waited for
+// inside), or a launch on the team's stream whose end the host reads from
+// the word the kernel writes.
+gpucoll_status_t step_start_wait(gpucoll_team *t, Blocking &c, PeerArgs &k)
+{
+    const gpucoll_config_t &cfg = config();
+    if (t->resident.ready() && resident_serves(c.plan, c.elt, t->size, cfg)) {
+        gpucoll_status_t st = t->resident.run(k, c.a.dtype, c.a.op, c.blocks, cfg.threads_per_block, cfg.resident_us,
+                                              cfg.timeout_ms);
+        c.t_launched = Clock::now();
+        if (st != GPUCOLL_SUCCESS) t->gpu = gpucoll_team::GpuFailed, t->broken = true;
+        return st;
+    }
+    t->resident.retire(); // it would hold SMs this kernel may need
+    gpuError_t e;
+    if (t->after_default && // the stream rule (README) without a blocking stream
+        ((e = gpuEventRecord(t->after_default, nullptr)) != gpuSuccess ||
+         (e = gpuStreamWaitEvent(t->stream, t->after_default, 0)) != gpuSuccess)) {
+        t->gpu = gpucoll_team::GpuFailed;
+        return abandon_call(t, gpu_error("ordering after the default stream", e));
+    }
+    KernelInFlight in_flight;
+    k.done_word = t->kernels_done;
+    k.done_value = t->kernels_launched + 1;
+    KernelGraph *graph = graph_for(t->stream_graph);
+    int threads = 0;
+    gpucoll_status_t st = launch_step(
+        t, Launch{&k, c.a.dtype, c.a.op, c.blocks, t->stream, graph, "a peer-to-peer collective", true}, &threads);
+    c.t_launched = Clock::now();
+    if (st != GPUCOLL_SUCCESS) return st;
+    note_threads(t, c, threads);
+    prepare_same_call(t, graph, k, c.a.dtype, c.a.op, c.blocks); // the host waits anyway
+    // Its end from the word it writes rather than a stream
+    // synchronisation: 1.2-1.7 us sooner on an H100 (gpucoll-floor:
+    // launch+flag against launch+sync).
+    return wait_kernel_done(t, ++t->kernels_launched, t->stream);
+}
+
+void record_timing(gpucoll_team *t, const Blocking &c)
+{
+    if (!c.timed) return;
+    auto &tm = t->timing;
+    auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+    tm.calls++;
+    tm.verdict += secs(c.t_start, c.t_verdict);
+    tm.agree += secs(c.t_verdict, c.t_agreed);
+    tm.launch += secs(c.t_agreed, c.t_launched);
+    tm.wait += secs(c.t_launched, Clock::now());
+}
+
+gpucoll_status_t step_complete(gpucoll_team *t, Blocking &c)
+{
+    record_timing(t, c);
+    gpucoll_status_t st = kernel_error(t, "a peer-to-peer collective");
+    if (st != GPUCOLL_SUCCESS) {
+        t->resident.retire();
+        t->gpu = gpucoll_team::GpuFailed; // flags are out of step now
+        t->broken = true;
+        return st;
+    }
+    t->last_algo = c.plan.algo;
+    t->ran_any = true;
+    if (!is_ll(c.plan.algo) || t->ll_flag != UINT32_MAX) return GPUCOLL_SUCCESS;
+    // A stale line from 2^32 calls ago would carry a current flag. Every
+    // line written into this rank's area this call has been read by its
+    // kernel, and no peer writes again before the next agreement, so the
+    // area can be cleared here; every rank wraps at the same call. (An
+    // idle resident kernel does not touch the area between calls.)
+    gpuError_t e;
+    if ((e = gpuMemsetAsync(ll_area(t), 0, ll_area_bytes(config().ll_max_bytes), t->stream)) != gpuSuccess ||
+        (e = gpuStreamSynchronize(t->stream)) != gpuSuccess)
+        return gpu_error("clearing the LL area", e);
+    t->ll_flag = 0;
+    // A peer that has left this call may queue an LL call at once, into
+    // an area this rank may still be clearing: queued calls keep off LL
+    // until the next agreement (core/team_queued.cpp).
+    t->ll_cleared_since_agree = true;
+    return GPUCOLL_SUCCESS;
+}
+
+gpucoll_status_t run_blocking(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
+{
+    // Before this call's post: the agreement's rules assume that a rank
+    // which posts call n has finished its kernels of the calls before.
+    gpucoll_status_t st = drain_queued(t);
+    if (st != GPUCOLL_SUCCESS) return st;
+    Blocking c;
+    c.a = *args;
+    c.seq = ++t->seq;
+    c.t_start = Clock::now();
+    c.elt = gpucoll_dtype_size(c.a.dtype);
+    c.vector = is_vector_kind(c.a.kind);
+    c.src = input_of(t, c.a);
+    step_verdict(t, c);
+    c.t_verdict = Clock::now();
+    if ((st = step_agree(t, c)) != GPUCOLL_SUCCESS) return st;
+    // Outlives the kernel on every return path: another thread's call may
+    // not close these mappings under it.
+    IpcPins pins(t->ipc, t->device);
+    if ((st = step_map(t, c, pins)) != GPUCOLL_SUCCESS || (st = step_plan(t, c)) != GPUCOLL_SUCCESS) return st;
+    PeerArgs k = blocking_args(t, c);
+    if (team_test_before_launch) team_test_before_launch(t->rank, c.seq);
+    DeviceGuard g(t->device);
+    c.t_agreed = Clock::now();
+    if ((st = step_start_wait(t, c, k)) != GPUCOLL_SUCCESS) return st;
+    return step_complete(t, c);
+}
+
+} // namespace
+
+extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
+{
+    gpucoll_status_t st = no_throw([&] { return run_blocking(t, args); });
+    // After the call's pins are gone and its kernel is done, outside the
+    // window between agreement and launch in which peers wait for us.
+    if (t->ipc) t->ipc->close_unused();
+    return st;
+}
+
+extern "C" int gpucoll_team_can_run(gpucoll_team_t *t, const gpucoll_coll_args_t *a)
+{
+    if (!t || !a) return 0;
+    int ok = 0;
+    no_throw([&] {
+        int device;
+        Plan plan{};
+        ok = local_verdict(t, *a, &device, &plan) ? 1 : 0;
+        return GPUCOLL_SUCCESS;
+    });
+    return ok;
+}
