@@ -39,7 +39,7 @@ namespace {
 // team's GPU: copied in at each launch (`in`), out at completion (`out`).
 struct Stand {
     char *user = nullptr;
-    gpucoll_team::Temp *temp = nullptr;
+    StandInPool::Block *temp = nullptr;
     size_t in_bytes = 0, out_bytes = 0; // from the start of the buffer; 0: no copy that way
 };
 
@@ -82,37 +82,42 @@ bool on_team_gpu(const gpucoll_team *t, const void *p)
     return info.kind == GPU_PORT_MEM_DEVICE && info.device == t->device;
 }
 
-gpucoll_team::Temp *take_temp(gpucoll_team *t, size_t bytes)
+StandInAllocator device_allocator(gpucoll_team *t)
 {
-    std::lock_guard<std::mutex> lock(t->temps_mu);
-    gpucoll_team::Temp *fit = nullptr, *empty = nullptr;
-    for (auto &x : t->temps) {
-        if (x.busy) continue;
-        if (x.ptr && x.bytes >= bytes && (!fit || x.bytes < fit->bytes)) fit = &x;
-        if (!x.ptr && !empty) empty = &x;
-    }
-    if (fit) {
-        fit->busy = true;
-        return fit;
-    }
-    if (!empty) {
-        gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "more than %d plans copy their buffers through device memory at once",
-                     (int)(sizeof t->temps / sizeof t->temps[0]));
+    StandInAllocator a{};
+    a.ctx = t;
+    a.device_alloc = [](size_t bytes, void *ctx) -> void * {
+        DeviceGuard g(static_cast<gpucoll_team *>(ctx)->device);
+        void *p = nullptr;
+        if (gpuMalloc(&p, bytes) == gpuSuccess) return p;
+        (void)gpuGetLastError(); // ours, handled: not for the next call to find
         return nullptr;
-    }
-    // Rounded up so that later, slightly larger calls reuse it.
-    size_t want = 4096;
-    while (want < bytes) want *= 2;
-    DeviceGuard g(t->device);
-    gpuError_t e = gpuMalloc((void **)&empty->ptr, want);
-    if (e != gpuSuccess) {
-        empty->ptr = nullptr;
-        gpu_error("allocating device memory for a queued collective's buffer", e);
+    };
+    a.mapped_host_alloc = [](size_t bytes, void *ctx) -> void * {
+        DeviceGuard g(static_cast<gpucoll_team *>(ctx)->device);
+        void *p = nullptr;
+        if (gpuHostAlloc(&p, bytes, gpuHostAllocMapped | gpuHostAllocPortable) == gpuSuccess) return p;
+        (void)gpuGetLastError();
         return nullptr;
+    };
+    a.release = [](void *p, bool host, void *ctx) {
+        DeviceGuard g(static_cast<gpucoll_team *>(ctx)->device);
+        (void)(host ? gpuFreeHost(p) : gpuFree(p));
+    };
+    return a;
+}
+
+StandInPool::Block *take_temp(gpucoll_team *t, size_t bytes)
+{
+    {
+        std::lock_guard<std::mutex> lock(t->temps_mu);
+        // Idle stand-ins are kept up to the staging cache's budget.
+        if (!t->stand_ins) t->stand_ins = new StandInPool(device_allocator(t), config().staging_cache_bytes);
     }
-    empty->bytes = want;
-    empty->busy = true;
-    return empty;
+    StandInPool::Block *b = t->stand_ins->take(bytes);
+    if (!b)
+        gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "no device or page-locked memory for a copy of a %zu-byte buffer", bytes);
+    return b;
 }
 
 // The most LL flags queued calls take: the count must not wrap under them,
@@ -172,8 +177,7 @@ gpucoll_status_t stand_in(gpucoll_team *t, char *user, size_t bytes, size_t in_b
 
 void give_back(gpucoll_team *t, Stand &s)
 {
-    std::lock_guard<std::mutex> lock(t->temps_mu);
-    if (s.temp) s.temp->busy = false;
+    if (s.temp) t->stand_ins->give_back(s.temp);
     s.temp = nullptr;
 }
 
@@ -318,7 +322,9 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     st = stand_in(t, const_cast<char *>(static_cast<const char *>(a.sbuf)), e.src, e.src, 0, &p->sbuf);
     if (st == GPUCOLL_SUCCESS)
         st = stand_in(t, static_cast<char *>(a.rbuf), e.rbuf, e.rbuf_in ? e.rbuf : 0, e.out, &p->rbuf);
-    if (st != GPUCOLL_SUCCESS) return st;
+    // No device memory nor page-locked host memory left (the pool tries
+    // both): the peers will launch this call, so their kernels must be told.
+    if (st != GPUCOLL_SUCCESS) return abandon_call(t, st);
     char *rbuf = p->rbuf.temp ? p->rbuf.temp->ptr : static_cast<char *>(a.rbuf);
     p->dst = rbuf;
     const size_t bytes = a.count * elt;
@@ -492,10 +498,8 @@ void gpucoll::release_queued(gpucoll_team *t)
     }
     if (t->queued_after_default) gpuEventDestroy(t->queued_after_default);
     t->queued_after_default = nullptr;
-    for (auto &x : t->temps) {
-        if (x.ptr) gpuFree(x.ptr);
-        x = gpucoll_team::Temp{};
-    }
+    delete t->stand_ins;
+    t->stand_ins = nullptr;
 }
 
 extern "C" gpucoll_status_t gpucoll_plan_create(gpucoll_team_t *t, const gpucoll_coll_args_t *a, int persistent,

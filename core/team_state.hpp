@@ -20,6 +20,7 @@
 #include "peer_args.h"
 #include "peer_watch.hpp"
 #include "resident.hpp"
+#include "stand_in_pool.hpp"
 #include "stream_calls.h"
 
 namespace gpucoll {
@@ -161,17 +162,13 @@ struct gpucoll_team {
     std::atomic<int64_t> presence_checked_ms{0};
     bool broken = false;           // a kernel gave up: the flags are out of step (team_queued.cpp says why it matters)
     bool ll_cleared_since_agree = false; // the LL area was cleared (flag wrap) after the latest agreement
-    // Device memory for the buffers of queued calls that the kernels cannot
-    // use as they are (host memory, another GPU): kept for reuse, since
-    // freeing device memory waits for the whole GPU.
-    struct Temp {
-        char *ptr;
-        size_t bytes;
-        bool busy;
-    };
-    Temp temps[16] = {};
-    // A plan is freed from progress, which may run in another thread than
-    // the one creating the next plan (MPI_THREAD_MULTIPLE).
+    // Memory that stands in for the buffers of queued calls that the
+    // kernels cannot use as they are (host memory, another GPU): made at the
+    // first need (core/stand_in_pool.hpp), freed with the GPU side.
+    gpucoll::StandInPool *stand_ins = nullptr;
+    // persist_slot_busy and the making of stand_ins: a plan is freed from
+    // progress, which may run in another thread than the one creating the
+    // next plan (MPI_THREAD_MULTIPLE).
     std::mutex temps_mu;
     // Where the time of peer-path calls goes, printed at verbose >= 20 when
     // the team ends: a few clock reads per call, so always on.

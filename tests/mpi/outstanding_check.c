@@ -1,0 +1,161 @@
+/* Any number of outstanding requests, in any mix of host and device
+ * buffers, once a communicator's GPU path is set up (where host buffers go
+ * through device stand-ins).
+ *
+ *   outstanding_check [--one-gpu]
+ *
+ * 40 MPI_Iallreduce on host buffers outstanding at once; 20 persistent
+ * host-buffer allreduces started together (MPI_Startall), three rounds;
+ * 24 outstanding calls where even ranks pass host buffers and odd ranks
+ * device buffers; then a 600 MiB host-buffer MPI_Iallreduce, after which
+ * the GPU's free memory must come back within the stand-in budget
+ * (coll_gpu_staging_cache_bytes, 256 MiB by default). Every result checked
+ * exactly. Exit 77 without a GPU. */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_forms.h"
+#include "test_gpu.h"
+
+enum { kN = 4099, kMany = 40, kPersist = 20, kMixed = 24 };
+static int rank, size, failures, checks;
+
+static int val(int r, int i, int k) { return r * 100 + i * 7 + k % 13; }
+
+static void check_sum(const int *got, int i, size_t n, const char *what)
+{
+    size_t bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        int want = 0;
+        for (int r = 0; r < size; r++) want += val(r, i, (int)k);
+        bad += got[k] != want;
+    }
+    checks++;
+    if (bad) {
+        failures++;
+        printf("FAIL rank %d: %s #%d: %zu wrong\n", rank, what, i, bad);
+    }
+}
+
+static void fill(int *p, int i, size_t n)
+{
+    for (size_t k = 0; k < n; k++) p[k] = val(rank, i, (int)k);
+}
+
+static void many_host(MPI_Comm comm)
+{
+    int *s = malloc(sizeof(int) * kN * kMany), *r = malloc(sizeof(int) * kN * kMany);
+    MPI_Request req[kMany];
+    for (int i = 0; i < kMany; i++) fill(s + i * kN, i, kN);
+    for (int i = 0; i < kMany; i++)
+        if (MPI_Iallreduce(s + i * kN, r + i * kN, kN, MPI_INT, MPI_SUM, comm, &req[i]) != MPI_SUCCESS)
+            printf("FAIL rank %d: MPI_Iallreduce #%d refused\n", rank, i), failures++;
+    MPI_Waitall(kMany, req, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < kMany; i++) check_sum(r + i * kN, i, kN, "outstanding host-buffer MPI_Iallreduce");
+    free(s);
+    free(r);
+}
+
+static void persistent_host(MPI_Comm comm)
+{
+#ifdef P
+    int *s = malloc(sizeof(int) * kN * kPersist), *r = malloc(sizeof(int) * kN * kPersist);
+    MPI_Request req[kPersist];
+    for (int i = 0; i < kPersist; i++)
+        P(Allreduce)(s + i * kN, r + i * kN, kN, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &req[i]);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < kPersist; i++) fill(s + i * kN, i, kN);
+        if (MPI_Startall(kPersist, req) != MPI_SUCCESS) printf("FAIL rank %d: MPI_Startall\n", rank), failures++;
+        MPI_Waitall(kPersist, req, MPI_STATUSES_IGNORE);
+        for (int i = 0; i < kPersist; i++) check_sum(r + i * kN, i, kN, "persistent host-buffer allreduce");
+    }
+    for (int i = 0; i < kPersist; i++) MPI_Request_free(&req[i]);
+    free(s);
+    free(r);
+#else
+    (void)comm;
+#endif
+}
+
+/* Even ranks host buffers, odd ranks device buffers. */
+static void mixed(MPI_Comm comm)
+{
+    const size_t bytes = sizeof(int) * kN * kMixed;
+    const int dev = rank % 2;
+    int *hs = malloc(bytes), *hr = malloc(bytes), *s = hs, *r = hr;
+    if (dev) {
+        cudaMalloc((void **)&s, bytes);
+        cudaMalloc((void **)&r, bytes);
+    }
+    for (int i = 0; i < kMixed; i++) fill(hs + i * kN, i, kN);
+    if (dev) cudaMemcpy(s, hs, bytes, cudaMemcpyHostToDevice);
+    MPI_Request req[kMixed];
+    for (int i = 0; i < kMixed; i++) MPI_Iallreduce(s + i * kN, r + i * kN, kN, MPI_INT, MPI_SUM, comm, &req[i]);
+    MPI_Waitall(kMixed, req, MPI_STATUSES_IGNORE);
+    if (dev) cudaMemcpy(hr, r, bytes, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < kMixed; i++) check_sum(hr + i * kN, i, kN, "mixed host/device MPI_Iallreduce");
+    if (dev) {
+        cudaFree(s);
+        cudaFree(r);
+    }
+    free(hs);
+    free(hr);
+}
+
+/* A large host-buffer call: its stand-ins go back once it is over. */
+static void large_returned(MPI_Comm comm)
+{
+    const size_t n = (size_t)600 * 1024 * 1024 / sizeof(int);
+    int *s = malloc(n * sizeof(int)), *r = malloc(n * sizeof(int));
+    fill(s, 1, n);
+    size_t free0, free1, total;
+    cudaDeviceSynchronize();
+    cudaMemGetInfo(&free0, &total);
+    MPI_Request req;
+    MPI_Iallreduce(s, r, (int)n, MPI_INT, MPI_SUM, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    check_sum(r, 1, n, "600 MiB host-buffer MPI_Iallreduce");
+    cudaMemGetInfo(&free1, &total);
+    checks++;
+    const size_t budget = (size_t)256 * 1024 * 1024;
+    if (free1 + budget < free0) {
+        failures++;
+        printf("FAIL rank %d: %zu MiB of device memory kept after a 600 MiB call (budget 256)\n", rank,
+               (free0 - free1) >> 20);
+    }
+    free(s);
+    free(r);
+}
+
+int main(int argc, char **argv)
+{
+    int one_gpu = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--one-gpu")) one_gpu = 1;
+    if (test_select_gpu(one_gpu, NULL, NULL) < 0) {
+        if (rank == 0) printf("outstanding_check: no GPU: skipped\n");
+        MPI_Finalize();
+        return 77;
+    }
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    float *d;
+    cudaMalloc((void **)&d, 64 * sizeof(float));
+    cudaMemset(d, 0, 64 * sizeof(float));
+    MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, comm); /* the GPU path, set up */
+    cudaFree(d);
+    many_host(comm);
+    persistent_host(comm);
+    mixed(comm);
+    large_returned(comm);
+    MPI_Comm_free(&comm);
+    int rc = test_tally(failures, checks, "outstanding_check");
+    MPI_Finalize();
+    return rc;
+}
