@@ -56,6 +56,10 @@ gpucoll_status_t abandon_call(gpucoll_team *t, gpucoll_status_t st)
 gpucoll_status_t launch_step(gpucoll_team *t, const Launch &l, int *threads)
 {
     const gpucoll_config_t &cfg = config();
+    // An error left in the thread's last-error slot by an earlier call
+    // (non-sticky: an allocation that failed) would read as this launch's:
+    // the launch is checked on a clean slot.
+    (void)gpuGetLastError();
     bool launched = launch_peer_kernel(*l.k, l.dtype, l.op, l.blocks, cfg.threads_per_block, l.stream, threads, l.graph);
     gpuError_t e = gpuGetLastError();
     if (launched && e == gpuSuccess) return GPUCOLL_SUCCESS;

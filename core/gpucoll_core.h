@@ -146,8 +146,11 @@ int gpucoll_team_can_run(gpucoll_team_t *team, const gpucoll_coll_args_t *args);
  * point of its collectives. Nothing happens (GPUCOLL_SUCCESS) where the GPU
  * side is set up already or some rank has no GPU context. It matters for
  * nonblocking and persistent calls, which take the GPU only once the GPU
- * side is set up (gpucoll_plan_create) and cannot set it up themselves. */
-gpucoll_status_t gpucoll_team_prepare(gpucoll_team_t *team);
+ * side is set up (gpucoll_plan_create) and cannot set it up themselves.
+ * can == 0: this rank stays off the GPU (info coll_gpu_path=staged, which
+ * MPI lets each process set alone): it still takes part, and no rank's GPU
+ * side is set up. */
+gpucoll_status_t gpucoll_team_prepare(gpucoll_team_t *team, int can);
 /* The algorithm the team's latest successful gpucoll_team_run ran, by its
  * name in the algorithm table ("allreduce_ll", ...), for verbose output. */
 const char *gpucoll_team_last_algorithm(const gpucoll_team_t *team);
@@ -209,8 +212,10 @@ const char *gpucoll_plan_algorithm(const gpucoll_plan_t *plan);
  * blocking, once: later calls say again what the first one found.
  * GPUCOLL_ERR_UNSUPPORTED, alike on every rank, where some rank cannot (no
  * GPU context, peers not mappable). Must not run while the stream is
- * being captured (it allocates and synchronises). */
-gpucoll_status_t gpucoll_stream_setup(gpucoll_team_t *team);
+ * being captured (it allocates and synchronises). can == 0: this rank
+ * stays off the GPU, as in gpucoll_team_prepare (every rank then fails
+ * alike). */
+gpucoll_status_t gpucoll_stream_setup(gpucoll_team_t *team, int can);
 /* Queues `a` (ALLREDUCE, REDUCE, BCAST, ALLGATHER, REDUCE_SCATTER_BLOCK or
  * ALLTOALL, no vector fields; local_ok not read) on `stream` and returns
  * without waiting for the GPU or for another rank. Decides from what every

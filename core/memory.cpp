@@ -65,9 +65,11 @@ extern "C" gpucoll_status_t gpucoll_copy(void *dst, const void *src, size_t byte
         return GPUCOLL_SUCCESS;
     }
     gpuError_t e = gpuMemcpy(dst, src, bytes, gpuMemcpyDefault);
-    if (e != gpuSuccess)
+    if (e != gpuSuccess) {
+        (void)gpuGetLastError(); // reported here: not for the next call's launch check (core/gpu_error.hpp)
         return gpucoll_fail(GPUCOLL_ERR_GPU, "copy of %zu bytes from %p to %p failed: %s", bytes, src, dst,
                             gpuGetErrorString(e));
+    }
     return GPUCOLL_SUCCESS;
 }
 

@@ -430,14 +430,14 @@ gpucoll_status_t gpucoll::prepare_gpu(gpucoll_team *t, int device, bool can)
     return setup_gpu(t, device);
 }
 
-static gpucoll_status_t team_prepare_body(gpucoll_team_t *t)
+static gpucoll_status_t team_prepare_body(gpucoll_team_t *t, bool can)
 {
     if (t->gpu != gpucoll_team::GpuNone) return GPUCOLL_SUCCESS; // alike on every rank
-    return prepare_gpu(t, gpu_port_context_device(), true);
+    return prepare_gpu(t, gpu_port_context_device(), can);
 }
 
-extern "C" gpucoll_status_t gpucoll_team_prepare(gpucoll_team_t *t)
+extern "C" gpucoll_status_t gpucoll_team_prepare(gpucoll_team_t *t, int can)
 {
     if (!t) return GPUCOLL_SUCCESS;
-    return no_throw([&] { return team_prepare_body(t); });
+    return no_throw([&] { return team_prepare_body(t, can != 0); });
 }

@@ -66,12 +66,12 @@ StreamCalls *take_slot(int device)
     return slot;
 }
 
-gpucoll_status_t stream_setup_body(gpucoll_team *t)
+gpucoll_status_t stream_setup_body(gpucoll_team *t, bool can)
 {
     if (t->gpu != gpucoll_team::GpuNone) // alike on every rank
         return t->gpu == gpucoll_team::GpuReady && t->stream_calls ? GPUCOLL_SUCCESS : GPUCOLL_ERR_UNSUPPORTED;
     const int device = gpu_port_context_device();
-    StreamCalls *slot = device >= 0 ? take_slot(device) : nullptr;
+    StreamCalls *slot = device >= 0 && can ? take_slot(device) : nullptr;
     gpucoll_status_t st = prepare_gpu(t, device, slot != nullptr);
     if (t->gpu == gpucoll_team::GpuNone) t->gpu = gpucoll_team::GpuFailed; // not retried: alike everywhere
     if (t->gpu != gpucoll_team::GpuReady) return st != GPUCOLL_SUCCESS ? st : GPUCOLL_ERR_UNSUPPORTED;
@@ -196,10 +196,10 @@ void gpucoll::close_stream_calls(gpucoll_team *t)
     t->stream_calls = nullptr;
 }
 
-extern "C" gpucoll_status_t gpucoll_stream_setup(gpucoll_team_t *t)
+extern "C" gpucoll_status_t gpucoll_stream_setup(gpucoll_team_t *t, int can)
 {
     if (!t) return GPUCOLL_ERR_UNSUPPORTED;
-    return no_throw([&] { return stream_setup_body(t); });
+    return no_throw([&] { return stream_setup_body(t, can != 0); });
 }
 
 extern "C" gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *t, const gpucoll_coll_args_t *a, void *stream)

@@ -118,8 +118,9 @@ static bool team_eligible(ompi_communicator_t *comm)
 {
     const gpucoll_config_t *cfg = &mca_coll_gpu_component.config;
     int size = ompi_comm_size(comm);
-    if (cfg->path == GPUCOLL_PATH_STAGED || mca_coll_gpu_component.stage_host_buffers || size < 2 ||
-        !gpucoll_driver_present())
+    /* path=staged is not here: a process may set it alone (environment),
+     * so it only makes this rank's agreements say "cannot" (force_staged). */
+    if (mca_coll_gpu_component.stage_host_buffers || size < 2 || !gpucoll_driver_present())
         return false;
     /* Virtual nodes split this communicator: the hierarchical path serves it. */
     if (cfg->virtual_node_size > 0 && cfg->virtual_node_size < size) return false;
@@ -159,7 +160,10 @@ static int gpu_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
     COLL_GPU_WRAPPED(COLL_GPU_SAVE)
 #undef COLL_GPU_SAVE
 
-    m->force_staged = info_forces_staged(comm);
+    /* Per process (MPI lets info values differ between processes): it
+     * enters only this rank's answers to the agreements, never whether a
+     * collective step (the team's creation, the GPU set-up) runs. */
+    m->force_staged = info_forces_staged(comm) || mca_coll_gpu_component.config.path == GPUCOLL_PATH_STAGED;
     /* The level the application got is known once MPI_Init_thread runs
      * (before any communicator is enabled); the core orders its streams
      * for it. The same on every call. */
@@ -205,11 +209,11 @@ bool coll_gpu_stream_team_ensure(mca_coll_gpu_module_t *m)
     if (m->stream_tried) return m->stream_team != NULL;
     m->stream_tried = true;
     /* Node-local communicators only, as for the ordinary team: alike. */
-    if (m->force_staged || !(m->team_pending || m->team)) return false;
+    if (!(m->team_pending || m->team)) return false;
     gpucoll_oob_t oob = {ompi_comm_rank(m->comm), ompi_comm_size(m->comm), team_allgather, m,
                          coll_gpu_mpi_progress, 0};
     gpucoll_status_t st = gpucoll_team_create(&oob, &m->stream_team);
-    if (st == GPUCOLL_SUCCESS) st = gpucoll_stream_setup(m->stream_team);
+    if (st == GPUCOLL_SUCCESS) st = gpucoll_stream_setup(m->stream_team, !m->force_staged);
     if (st != GPUCOLL_SUCCESS) {
         COLL_GPU_VERBOSE(10, "%s: no GPU path for stream-ordered collectives (%s): they synchronise and run as "
                          "ordinary collectives", m->comm->c_name, gpucoll_last_error());

@@ -113,8 +113,10 @@ bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bo
 {
     *out = NULL;
     /* Every rank sees the same: the team is built and its GPU side set up
-     * only by blocking calls, which every rank makes alike. */
-    if (m->team == NULL || m->force_staged) return false;
+     * only by blocking calls, which every rank makes alike; a rank staged by
+     * info never lets it be set up (its agreements say "cannot"), so its
+     * peers stage too. */
+    if (m->team == NULL) return false;
     const int rank = ompi_comm_rank(m->comm), size = ompi_comm_size(m->comm);
     const bool in_place = c->sbuf == MPI_IN_PLACE;
     gpucoll_coll_args_t a = {.kind = c->kind, .root = c->root, .local_ok = 1};

@@ -124,7 +124,7 @@ static int enqueue(const coll_gpu_call_t *c, int count, MPI_Comm comm, void *str
     if (size == 1 && self_copy(c, &rc, stream)) return rc;
     /* Built outside a capture only: the set-up allocates and synchronises.
      * Once built, the core alone asks about the capture (once per call). */
-    bool gpu = m != NULL && !m->force_staged &&
+    bool gpu = m != NULL && /* force_staged: the set-up fails on every rank */
                (m->stream_tried ? m->stream_team != NULL : gpucoll_stream_capturing(stream) == 0 && stream_team(m));
     if (gpu) {
         gpucoll_coll_args_t a = {.kind = c->kind, .root = c->root, .local_ok = 1};

@@ -107,8 +107,8 @@ int mca_coll_gpu_barrier(ompi_communicator_t *comm, mca_coll_base_module_t *modu
      * for a minute before the barrier is a correct program). Every rank of a
      * team-eligible communicator gets here alike: the team (built at the
      * first such call) and its GPU state are shared verdicts. */
-    if (rc == OMPI_SUCCESS && !m->force_staged && (m->team_pending || m->team) && coll_gpu_team_ensure(m)) {
-        gpucoll_status_t st = gpucoll_team_prepare(m->team);
+    if (rc == OMPI_SUCCESS && (m->team_pending || m->team) && coll_gpu_team_ensure(m)) {
+        gpucoll_status_t st = gpucoll_team_prepare(m->team, !m->force_staged);
         if (st != GPUCOLL_SUCCESS) rc = coll_gpu_error(st, "setting the GPU path up after the barrier");
     }
     return rc;

@@ -9,8 +9,9 @@
  * 24 outstanding calls where even ranks pass host buffers and odd ranks
  * device buffers; then a 600 MiB host-buffer MPI_Iallreduce, after which
  * the GPU's free memory must come back within the stand-in budget
- * (coll_gpu_staging_cache_bytes, 256 MiB by default). Every result checked
- * exactly. Exit 77 without a GPU. */
+ * (coll_gpu_staging_cache_bytes, 256 MiB by default); then the same with
+ * the GPU nearly full (gpu_full). Every result checked exactly. Exit 77
+ * without a GPU. */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -130,6 +131,57 @@ static void large_returned(MPI_Comm comm)
     free(r);
 }
 
+/* The GPU nearly full (256 MiB left): a 512 MiB host-buffer MPI_Iallreduce
+ * cannot get device stand-ins; it must still be right (or fail cleanly on
+ * every rank), and the correct calls after it must be right and complete
+ * before they return (a stale error once failed the next blocking call,
+ * and the one after returned before its kernel had finished). */
+static void gpu_full(MPI_Comm comm)
+{
+    enum { kHogs = 4096 };
+    static void *hogs[kHogs];
+    int nhogs = 0;
+    size_t free_b, total;
+    cudaMemGetInfo(&free_b, &total);
+    const size_t piece = (size_t)256 * 1024 * 1024;
+    while (nhogs < kHogs && free_b > 2 * piece && cudaMalloc(&hogs[nhogs], piece) == cudaSuccess) {
+        nhogs++;
+        cudaMemGetInfo(&free_b, &total);
+    }
+    (void)cudaGetLastError();
+    const size_t n = (size_t)512 * 1024 * 1024 / sizeof(int);
+    int *s = malloc(n * sizeof(int)), *r = malloc(n * sizeof(int));
+    fill(s, 2, n);
+    MPI_Request req;
+    int rc = MPI_Iallreduce(s, r, (int)n, MPI_INT, MPI_SUM, comm, &req);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) check_sum(r, 2, n, "512 MiB host-buffer MPI_Iallreduce on a full GPU");
+    int *d, *hd = malloc(sizeof(int) * kN);
+    cudaMalloc((void **)&d, sizeof(int) * kN);
+    for (int i = 3; i < 6; i++) {
+        fill(hd, i, kN);
+        cudaMemcpy(d, hd, sizeof(int) * kN, cudaMemcpyHostToDevice);
+        int brc = MPI_Allreduce(MPI_IN_PLACE, d, kN, MPI_INT, MPI_SUM, comm);
+        cudaMemcpy(hd, d, sizeof(int) * kN, cudaMemcpyDeviceToHost);
+        checks++;
+        if (brc != MPI_SUCCESS) failures++, printf("FAIL rank %d: blocking call %d after a full GPU: rc %d\n", rank, i, brc);
+        check_sum(hd, i, kN, "blocking MPI_Allreduce after a full GPU");
+    }
+    fill(hd, 7, kN);
+    cudaMemcpy(d, hd, sizeof(int) * kN, cudaMemcpyHostToDevice);
+    rc = MPI_Iallreduce(MPI_IN_PLACE, d, kN, MPI_INT, MPI_SUM, comm, &req);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    cudaMemcpy(hd, d, sizeof(int) * kN, cudaMemcpyDeviceToHost);
+    checks++;
+    if (rc != MPI_SUCCESS) failures++, printf("FAIL rank %d: nonblocking call after a full GPU: rc %d\n", rank, rc);
+    check_sum(hd, 7, kN, "MPI_Iallreduce after a full GPU");
+    for (int i = 0; i < nhogs; i++) cudaFree(hogs[i]);
+    cudaFree(d);
+    free(hd);
+    free(s);
+    free(r);
+}
+
 int main(int argc, char **argv)
 {
     int one_gpu = 0;
@@ -154,6 +206,7 @@ int main(int argc, char **argv)
     persistent_host(comm);
     mixed(comm);
     large_returned(comm);
+    if (!one_gpu) gpu_full(comm); /* ranks sharing a GPU would fill it for each other */
     MPI_Comm_free(&comm);
     int rc = test_tally(failures, checks, "outstanding_check");
     MPI_Finalize();
