@@ -176,6 +176,24 @@ typedef struct coll_gpu_pending {
     struct coll_gpu_pending *next;
 } coll_gpu_pending_t;
 void coll_gpu_pending_add(coll_gpu_pending_t *w);
+/* The component's one request type (every nonblocking and persistent
+ * collective). New: owned by the application's handle, holding `comm`
+ * (coll_gpu_request_init); persistent ones inactive and complete, with
+ * req_start for the caller to set. Each run is watched by progress, and the
+ * request completes when it is over: the displaced module's request `inner`
+ * on host copies `st` (NULL: none), or the peer kernels' plan `q` (freed
+ * after the run unless `keep`: a persistent request's plan). */
+typedef struct coll_gpu_request coll_gpu_request_t;
+typedef struct coll_gpu_queued coll_gpu_queued_t;
+coll_gpu_request_t *coll_gpu_request_new(ompi_communicator_t *comm, bool persistent);
+ompi_request_t *coll_gpu_request_mpi(coll_gpu_request_t *r);
+void coll_gpu_request_watch_inner(coll_gpu_request_t *r, ompi_request_t *inner, coll_gpu_stage_t *st);
+void coll_gpu_request_watch_queued(coll_gpu_request_t *r, coll_gpu_queued_t *q, bool keep);
+/* Drops the handle's ownership of a request never handed to the application. */
+void coll_gpu_request_drop(coll_gpu_request_t *r);
+/* Persistent: the recorded call, freed with `record_free` when the request is. */
+void coll_gpu_request_set_record(coll_gpu_request_t *r, void *record, void (*record_free)(void *));
+void *coll_gpu_request_record(ompi_request_t *r);
 /* Our requests have two owners, the application's handle and the work in
  * flight, counted in *owners: each drops its own, and the last one
  * finalises and frees the request. */
@@ -237,7 +255,6 @@ typedef struct coll_gpu_call {
     ompi_op_t *op;
     int root;
 } coll_gpu_call_t;
-typedef struct coll_gpu_queued coll_gpu_queued_t;
 /* Whether `c` runs on the peer kernels without agreement: false if every
  * rank stages it; true with *q (run it with start/test) or with *rc an
  * error of this rank. Every rank of a communicator whose GPU path is set up

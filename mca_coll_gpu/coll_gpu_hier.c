@@ -180,106 +180,118 @@ static int most_ranks_on_one_gpu(const int *all, int size)
     return most;
 }
 
+/* What the steps of hier_ensure share: the exchange of {host key, can,
+ * GPU key} per rank, the layout planned from it, and the reason when the
+ * path cannot be built. */
+typedef struct {
+    int *all, *hosts, *rank_of, *members;
+    gpucoll_hier_layout_t layout;
+    char reason[256];
+} hier_setup_t;
+
+/* Where every rank runs, and whether it can build groups at all (no GPU
+ * driver: only under select_without_gpu, which tests use to build the
+ * groups in CI). Exchanged, so that all ranks decide alike. NULL, or why
+ * not (every rank finds the same). */
+static const char *hier_layout(mca_coll_gpu_module_t *m, hier_setup_t *s)
+{
+    ompi_communicator_t *comm = m->comm;
+    const gpucoll_config_t *cfg = &mca_coll_gpu_component.config;
+    const int size = ompi_comm_size(comm);
+    bool spans;
+    int mine[3] = {host_key(comm, &spans),
+                   (gpucoll_driver_present() || mca_coll_gpu_component.select_without_gpu) && s->hosts &&
+                       s->rank_of && s->members,
+                   gpucoll_current_gpu_key()};
+    /* A few bytes per rank: without them this rank cannot even answer the
+     * exchange (the others would then fail in MPI, not hang in us). */
+    if (s->all == NULL) {
+        opal_output(0, "coll:gpu: %s: out of host memory while setting up the hierarchical path", comm->c_name);
+        return "out of host memory";
+    }
+    if (whole_allgather(m, mine, s->all, sizeof mine) != OMPI_SUCCESS) return "the exchange of host ids failed";
+    const char *why = NULL;
+    for (int r = 0; r < size; r++) {
+        s->hosts[r] = s->all[3 * r];
+        if (!s->all[3 * r + 1]) {
+            snprintf(s->reason, sizeof s->reason, "rank %d has no GPU driver (or ran out of memory)", r);
+            why = s->reason;
+        }
+    }
+    if (why) return why;
+    gpucoll_status_t st =
+        gpucoll_hier_plan(s->hosts, size, ompi_comm_rank(comm), cfg->virtual_node_size, &s->layout, s->rank_of);
+    if (st != GPUCOLL_SUCCESS || s->layout.nnodes < 2) {
+        snprintf(s->reason, sizeof s->reason, "%s", st != GPUCOLL_SUCCESS ? gpucoll_last_error() : "one node");
+        return s->reason;
+    }
+    if (s->layout.local_size > cfg->max_peers) {
+        snprintf(s->reason, sizeof s->reason, "%d ranks per node exceed max_peers=%d", s->layout.local_size,
+                 cfg->max_peers);
+        return s->reason;
+    }
+    return NULL;
+}
+
+/* Connects `h` (NULL: this rank could not make one; it still takes part):
+ * phase 1 the node-local team over the ranks of my node, phase 2 the UCX
+ * group over the ranks with my local index, each drained so that a rank
+ * that fails stops everyone alike. NULL, or why not. */
+static const char *hier_connect(mca_coll_gpu_module_t *m, hier_setup_t *s, gpucoll_hier_t *h)
+{
+    ompi_communicator_t *comm = m->comm;
+    const gpucoll_hier_layout_t *l = &s->layout;
+    /* Virtual nodes over one GPU run their teams' kernels at the same time:
+     * the grids of every rank on that GPU must fit it together. */
+    for (int j = 0; j < l->local_size; j++) s->members[j] = s->rank_of[l->node * l->local_size + j];
+    hier_oob_ctx_t lctx = {m, s->members, l->local_size, 1};
+    gpucoll_oob_t loob = {l->local_rank, l->local_size, subset_allgather, &lctx, coll_gpu_mpi_progress,
+                          most_ranks_on_one_gpu(s->all, ompi_comm_size(comm))};
+    gpucoll_status_t st = h ? gpucoll_hier_connect_local(h, &loob) : GPUCOLL_ERR_NO_MEMORY;
+    if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: node-local team: %s", comm->c_name, gpucoll_last_error());
+    if (!drain(m, 1, st == GPUCOLL_SUCCESS)) return "a node could not build its node-local team";
+    for (int n = 0; n < l->nnodes; n++) s->members[n] = s->rank_of[n * l->local_size + l->local_rank];
+    hier_oob_ctx_t cctx = {m, s->members, l->nnodes, 2};
+    gpucoll_oob_t coob = {l->node, l->nnodes, subset_allgather, &cctx, coll_gpu_mpi_progress, 0};
+    st = gpucoll_hier_connect_cross(h, &coob);
+    if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: UCX group: %s", comm->c_name, gpucoll_last_error());
+    if (!drain(m, 2, st == GPUCOLL_SUCCESS)) return "a rank could not build its cross-node UCX group";
+    return NULL;
+}
+
 /* Builds m->hier (collective over the communicator, at its first collective
  * with a nonzero count: enable must not communicate, see coll_gpu_module.c). */
 static bool hier_ensure(mca_coll_gpu_module_t *m)
 {
     if (!m->hier_pending) return m->hier != NULL;
     m->hier_pending = false;
-    ompi_communicator_t *comm = m->comm;
-    const gpucoll_config_t *cfg = &mca_coll_gpu_component.config;
-    int size = ompi_comm_size(comm), me = ompi_comm_rank(comm);
-    bool spans;
-    int key = host_key(comm, &spans);
-    bool loud = cfg->inter_path == GPUCOLL_INTER_HIER;
-    /* Where every rank runs, and whether it can build groups at all (no GPU
-     * driver: only under select_without_gpu, which tests use to build the
-     * groups in CI). Exchanged, so that all ranks decide alike. */
-    int *all = malloc((size_t)size * 3 * sizeof(int)), *hosts = malloc((size_t)size * sizeof(int));
-    int *rank_of = malloc((size_t)size * sizeof(int)), *members = malloc((size_t)size * sizeof(int));
-    int mine[3] = {key, (gpucoll_driver_present() || mca_coll_gpu_component.select_without_gpu) && hosts &&
-                            rank_of && members, gpucoll_current_gpu_key()};
+    const size_t size = (size_t)ompi_comm_size(m->comm);
+    hier_setup_t s = {.all = malloc(size * 3 * sizeof(int)), .hosts = malloc(size * sizeof(int)),
+                      .rank_of = malloc(size * sizeof(int)), .members = malloc(size * sizeof(int))};
     gpucoll_hier_t *h = NULL;
-    const char *why = NULL;
-    char reason[256];
-    /* A few bytes per rank: without them this rank cannot even answer the
-     * exchange (the others would then fail in MPI, not hang in us). */
-    if (all == NULL) {
-        opal_output(0, "coll:gpu: %s: out of host memory while setting up the hierarchical path", comm->c_name);
-        why = "out of host memory";
-        goto out;
+    const char *why = hier_layout(m, &s);
+    if (!why) {
+        if (gpucoll_hier_create(&s.layout, s.rank_of, &h) != GPUCOLL_SUCCESS) h = NULL; /* local: still take part */
+        why = hier_connect(m, &s, h);
     }
-    if (whole_allgather(m, mine, all, sizeof mine) != OMPI_SUCCESS) {
-        why = "the exchange of host ids failed";
-        goto out;
-    }
-    for (int r = 0; r < size; r++) {
-        hosts[r] = all[3 * r];
-        if (!all[3 * r + 1]) {
-            snprintf(reason, sizeof reason, "rank %d has no GPU driver (or ran out of memory)", r);
-            why = reason;
-        }
-    }
-    if (why) goto out;
-    gpucoll_hier_layout_t layout;
-    gpucoll_status_t st = gpucoll_hier_plan(hosts, size, me, cfg->virtual_node_size, &layout, rank_of);
-    if (st != GPUCOLL_SUCCESS || layout.nnodes < 2) {
-        snprintf(reason, sizeof reason, "%s", st != GPUCOLL_SUCCESS ? gpucoll_last_error() : "one node");
-        why = reason;
-        goto out;
-    }
-    if (layout.local_size > cfg->max_peers) {
-        snprintf(reason, sizeof reason, "%d ranks per node exceed max_peers=%d", layout.local_size, cfg->max_peers);
-        why = reason;
-        goto out;
-    }
-    if (gpucoll_hier_create(&layout, rank_of, &h) != GPUCOLL_SUCCESS) h = NULL; /* local: still take part below */
-
-    /* Phase 1: the node-local team over the ranks of my node. Virtual nodes
-     * over one GPU run their teams' kernels at the same time: the grids of
-     * every rank on that GPU must fit it together. */
-    for (int j = 0; j < layout.local_size; j++) members[j] = rank_of[layout.node * layout.local_size + j];
-    hier_oob_ctx_t lctx = {m, members, layout.local_size, 1};
-    gpucoll_oob_t loob = {layout.local_rank, layout.local_size, subset_allgather, &lctx, coll_gpu_mpi_progress,
-                               most_ranks_on_one_gpu(all, size)};
-    st = h ? gpucoll_hier_connect_local(h, &loob) : GPUCOLL_ERR_NO_MEMORY;
-    if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: node-local team: %s", comm->c_name, gpucoll_last_error());
-    if (!drain(m, 1, st == GPUCOLL_SUCCESS)) {
-        why = "a node could not build its node-local team";
-        goto out;
-    }
-    /* Phase 2: the UCX group over the ranks with my local index. */
-    for (int n = 0; n < layout.nnodes; n++) members[n] = rank_of[n * layout.local_size + layout.local_rank];
-    hier_oob_ctx_t cctx = {m, members, layout.nnodes, 2};
-    gpucoll_oob_t coob = {layout.node, layout.nnodes, subset_allgather, &cctx, coll_gpu_mpi_progress, 0};
-    st = gpucoll_hier_connect_cross(h, &coob);
-    if (st != GPUCOLL_SUCCESS) COLL_GPU_VERBOSE(10, "%s: UCX group: %s", comm->c_name, gpucoll_last_error());
-    if (!drain(m, 2, st == GPUCOLL_SUCCESS)) {
-        why = "a rank could not build its cross-node UCX group";
-        goto out;
-    }
-    {
+    if (!why) {
         char desc[512];
         gpucoll_hier_describe(h, desc, sizeof desc);
-        COLL_GPU_VERBOSE(10, "%s: hierarchical: %s", comm->c_name, desc);
-    }
-    m->hier = h;
-    h = NULL;
-out:
-    (void)spans;
-    if (why) {
-        if (loud)
-            opal_output(0, "coll:gpu: %s: no hierarchical path (inter_path=hier): %s; device buffers will be staged",
-                        comm->c_name, why);
-        else
-            COLL_GPU_VERBOSE(10, "%s spans nodes: no hierarchical path (%s), device buffers will be staged",
-                             comm->c_name, why);
+        COLL_GPU_VERBOSE(10, "%s: hierarchical: %s", m->comm->c_name, desc);
+        m->hier = h;
+        h = NULL;
+    } else if (mca_coll_gpu_component.config.inter_path == GPUCOLL_INTER_HIER) {
+        opal_output(0, "coll:gpu: %s: no hierarchical path (inter_path=hier): %s; device buffers will be staged",
+                    m->comm->c_name, why);
+    } else {
+        COLL_GPU_VERBOSE(10, "%s spans nodes: no hierarchical path (%s), device buffers will be staged",
+                         m->comm->c_name, why);
     }
     gpucoll_hier_destroy(h); /* local: never waits on a peer before its GPU side exists */
-    free(all);
-    free(hosts);
-    free(rank_of);
-    free(members);
+    free(s.all);
+    free(s.hosts);
+    free(s.rank_of);
+    free(s.members);
     return m->hier != NULL;
 }
 

@@ -12,8 +12,8 @@
  * Every rank's persistent requests take this route, whatever its buffers, so
  * that all ranks start the same kind of operation underneath.
  *
- * The request derives from ompi_coll_base_nbc_request_t: the MPI layer's
- * ompi_coll_base_retain_op/datatypes write its fields after *_init returns. */
+ * The request is the component's one request type (coll_gpu_request.c),
+ * carrying the recorded call. */
 #include "coll_gpu.h"
 
 #include "ompi/mca/coll/base/coll_base_util.h"
@@ -23,8 +23,9 @@ typedef enum { P_ALLREDUCE, P_REDUCE, P_BCAST, P_ALLGATHER, P_ALLGATHERV, P_ALLT
                P_SCAN, P_EXSCAN, P_NEIGHBOR_ALLGATHER, P_NEIGHBOR_ALLGATHERV, P_NEIGHBOR_ALLTOALL,
                P_NEIGHBOR_ALLTOALLV, P_NEIGHBOR_ALLTOALLW } persist_kind_t;
 
+/* The call as *_init recorded it: the record of a persistent request of the
+ * component's request type (coll_gpu_request.c frees it with the request). */
 typedef struct coll_gpu_persist_t {
-    ompi_coll_base_nbc_request_t super;
     persist_kind_t kind;
     mca_coll_base_module_t *module;
     ompi_communicator_t *comm;
@@ -38,51 +39,18 @@ typedef struct coll_gpu_persist_t {
     ompi_datatype_t *const *sdtypes, *const *rdtypes; /* the w kinds */
     const MPI_Aint *sdispls_aint, *rdispls_aint;      /* neighbor_alltoallw */
     ompi_op_t *op;
-    coll_gpu_pending_t pending; /* the running start's request (NULL inner while inactive) */
     /* The six kinds the peer kernels take without agreement: planned at the
      * first start that finds the GPU path set up (a start decides as a
      * nonblocking call does, from what every rank knows alike), then each
      * start is one launch; NULL while they are staged. */
     coll_gpu_queued_t *q;
-    int queued_rc;
-    /* Owners: the application's handle, and a start in flight. */
-    int32_t owners;
 } coll_gpu_persist_t;
 
-static void persist_destruct(coll_gpu_persist_t *p) { coll_gpu_queued_free(p->q); }
-static OBJ_CLASS_INSTANCE(coll_gpu_persist_t, ompi_coll_base_nbc_request_t, NULL, persist_destruct);
-
-static int persist_free(ompi_request_t **rp)
+static void record_free(void *record)
 {
-    coll_gpu_persist_t *p = (coll_gpu_persist_t *)*rp;
-    *rp = MPI_REQUEST_NULL;
-    coll_gpu_request_disown(&p->super.super, &p->owners); /* a start in flight keeps it until it completes */
-    return OMPI_SUCCESS;
-}
-
-static void persist_complete(coll_gpu_pending_t *w)
-{
-    coll_gpu_persist_t *p = (coll_gpu_persist_t *)((char *)w - offsetof(coll_gpu_persist_t, pending));
-    int rc = w->inner->req_status.MPI_ERROR;
-    ompi_request_free(&w->inner);
-    w->inner = NULL;
-    p->super.super.req_status.MPI_ERROR = rc;
-    ompi_request_complete(&p->super.super, true);
-    coll_gpu_request_disown(&p->super.super, &p->owners);
-}
-
-static bool persist_queued_ready(coll_gpu_pending_t *w)
-{
-    coll_gpu_persist_t *p = (coll_gpu_persist_t *)((char *)w - offsetof(coll_gpu_persist_t, pending));
-    return coll_gpu_queued_test(p->q, &p->queued_rc);
-}
-
-static void persist_queued_complete(coll_gpu_pending_t *w)
-{
-    coll_gpu_persist_t *p = (coll_gpu_persist_t *)((char *)w - offsetof(coll_gpu_persist_t, pending));
-    p->super.super.req_status.MPI_ERROR = p->queued_rc;
-    ompi_request_complete(&p->super.super, true);
-    coll_gpu_request_disown(&p->super.super, &p->owners);
+    coll_gpu_persist_t *p = record;
+    coll_gpu_queued_free(p->q);
+    free(p);
 }
 
 /* `p` as the queued path names it; false for the kinds it does not take. */
@@ -105,7 +73,7 @@ static bool persist_call(const coll_gpu_persist_t *p, coll_gpu_call_t *c)
 
 /* One start of `p` on the peer kernels: 1 if it was launched, 0 if it is
  * staged, an MPI error (nothing runs) otherwise. */
-static int persist_start_queued(coll_gpu_persist_t *p)
+static int persist_start_queued(coll_gpu_persist_t *p, coll_gpu_request_t *r)
 {
     coll_gpu_call_t c;
     if (!persist_call(p, &c)) return 0;
@@ -113,11 +81,7 @@ static int persist_start_queued(coll_gpu_persist_t *p)
     if (p->q == NULL && !coll_gpu_queued_plan(COLL_GPU_MODULE(p->module), &c, true, &p->q, &rc)) return 0;
     if (p->q == NULL) return rc;
     if ((rc = coll_gpu_queued_start(p->q)) != OMPI_SUCCESS) return rc;
-    __atomic_add_fetch(&p->owners, 1, __ATOMIC_ACQ_REL);
-    p->pending.inner = NULL;
-    p->pending.ready = persist_queued_ready;
-    p->pending.complete = persist_queued_complete;
-    coll_gpu_pending_add(&p->pending);
+    coll_gpu_request_watch_queued(r, p->q, true);
     return 1;
 }
 
@@ -178,27 +142,24 @@ static int start_inner(coll_gpu_persist_t *p, ompi_request_t **r)
 static int persist_start(size_t count, ompi_request_t **requests)
 {
     for (size_t i = 0; i < count; i++) {
-        coll_gpu_persist_t *p = (coll_gpu_persist_t *)requests[i];
-        if (p == NULL || p->super.super.req_state == OMPI_REQUEST_ACTIVE) return OMPI_ERR_BAD_PARAM;
-        p->super.super.req_state = OMPI_REQUEST_ACTIVE;
-        p->super.super.req_complete = REQUEST_PENDING;
-        p->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
-        int queued = persist_start_queued(p);
+        ompi_request_t *req = requests[i];
+        if (req == NULL || req->req_state == OMPI_REQUEST_ACTIVE) return OMPI_ERR_BAD_PARAM;
+        coll_gpu_persist_t *p = coll_gpu_request_record(req);
+        req->req_state = OMPI_REQUEST_ACTIVE;
+        req->req_complete = REQUEST_PENDING;
+        req->req_status.MPI_ERROR = MPI_SUCCESS;
+        int queued = persist_start_queued(p, (coll_gpu_request_t *)req);
         if (queued == 1) continue;
         ompi_request_t *inner = NULL;
         int rc = queued != 0 ? queued : start_inner(p, &inner);
         if (rc != OMPI_SUCCESS || inner == NULL) {
             /* Nothing runs: the start is over, with its error. */
             if (inner) ompi_request_free(&inner);
-            p->super.super.req_status.MPI_ERROR = rc != OMPI_SUCCESS ? rc : MPI_ERR_INTERN;
-            ompi_request_complete(&p->super.super, true);
+            req->req_status.MPI_ERROR = rc != OMPI_SUCCESS ? rc : MPI_ERR_INTERN;
+            ompi_request_complete(req, true);
             continue;
         }
-        __atomic_add_fetch(&p->owners, 1, __ATOMIC_ACQ_REL);
-        p->pending.inner = inner;
-        p->pending.ready = NULL;
-        p->pending.complete = persist_complete;
-        coll_gpu_pending_add(&p->pending);
+        coll_gpu_request_watch_inner((coll_gpu_request_t *)req, inner, NULL);
     }
     coll_gpu_pending_progress(); /* one already done (a one-rank copy) completes at once */
     return OMPI_SUCCESS;
@@ -207,16 +168,18 @@ static int persist_start(size_t count, ompi_request_t **requests)
 static int persist_new(persist_kind_t kind, ompi_communicator_t *comm, mca_coll_base_module_t *module,
                        ompi_request_t **request, coll_gpu_persist_t **out)
 {
-    coll_gpu_persist_t *p = OBJ_NEW(coll_gpu_persist_t);
-    if (p == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
-    coll_gpu_request_init(&p->super.super, comm, true, persist_free); /* inactive, complete */
-    p->super.super.req_start = persist_start;
+    coll_gpu_persist_t *p = calloc(1, sizeof *p);
+    coll_gpu_request_t *r = p ? coll_gpu_request_new(comm, true) : NULL; /* inactive, complete */
+    if (r == NULL) {
+        free(p);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    coll_gpu_request_set_record(r, p, record_free);
+    coll_gpu_request_mpi(r)->req_start = persist_start;
     p->kind = kind;
     p->comm = comm;
     p->module = module;
-    p->owners = 1;
-    p->q = NULL;
-    *request = &p->super.super;
+    *request = coll_gpu_request_mpi(r);
     *out = p;
     return OMPI_SUCCESS;
 }
@@ -272,7 +235,7 @@ static int persist_w(persist_kind_t kind, const void *sbuf, const int *scounts, 
     int rc = persist_move(kind, sbuf, 0, scounts, sdispls, NULL, rbuf, 0, rcounts, rdispls, NULL, 0, comm, request,
                           module);
     if (rc != OMPI_SUCCESS) return rc;
-    p = (coll_gpu_persist_t *)*request;
+    p = coll_gpu_request_record(*request);
     p->sdtypes = sdtypes;
     p->rdtypes = rdtypes;
     p->sdispls_aint = sdispls_aint;

@@ -188,72 +188,25 @@ bool coll_gpu_queued_test(coll_gpu_queued_t *q, int *rc)
     return true;
 }
 
-/* ---- the request of MPI_I<coll> ------------------------------------------ */
-typedef struct coll_gpu_queued_request_t {
-    ompi_coll_base_nbc_request_t super;
-    coll_gpu_pending_t pending;
-    coll_gpu_queued_t *q;
-    int rc;          /* set by `ready` once the plan is done */
-    int32_t owners;  /* as in coll_gpu_request.c */
-} coll_gpu_queued_request_t;
-
-static OBJ_CLASS_INSTANCE(coll_gpu_queued_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
-
-static bool queued_ready(coll_gpu_pending_t *w)
-{
-    coll_gpu_queued_request_t *r = (coll_gpu_queued_request_t *)((char *)w - offsetof(coll_gpu_queued_request_t, pending));
-    return coll_gpu_queued_test(r->q, &r->rc);
-}
-
-static void queued_complete(coll_gpu_pending_t *w)
-{
-    coll_gpu_queued_request_t *r = (coll_gpu_queued_request_t *)((char *)w - offsetof(coll_gpu_queued_request_t, pending));
-    coll_gpu_queued_free(r->q);
-    r->q = NULL;
-    r->super.super.req_status.MPI_ERROR = r->rc;
-    ompi_request_complete(&r->super.super, true);
-    coll_gpu_request_disown(&r->super.super, &r->owners);
-}
-
-static int queued_request_free(ompi_request_t **rp)
-{
-    coll_gpu_queued_request_t *r = (coll_gpu_queued_request_t *)*rp;
-    *rp = MPI_REQUEST_NULL;
-    coll_gpu_request_disown(&r->super.super, &r->owners);
-    return OMPI_SUCCESS;
-}
-
+/* MPI_I<coll> on the peer kernels: the component's request, watching the run. */
 bool coll_gpu_queued_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, ompi_request_t **request, int *rc)
 {
     coll_gpu_queued_t *q;
     if (!coll_gpu_queued_plan(m, c, false, &q, rc)) return false;
     if (q == NULL) return true; /* *rc says why */
-    coll_gpu_queued_request_t *r = OBJ_NEW(coll_gpu_queued_request_t);
-    if (r == NULL) {
-        /* The peers' kernels wait for ours: run it, and wait for it here. */
-        *rc = coll_gpu_queued_start(q);
-        int done_rc;
-        while (!coll_gpu_queued_test(q, &done_rc)) opal_progress();
+    coll_gpu_request_t *r = coll_gpu_request_new(m->comm, false);
+    *rc = coll_gpu_queued_start(q);
+    if (*rc != OMPI_SUCCESS || r == NULL) {
+        /* Nothing runs (the call fails here), or no request to track the
+         * run: the peers' kernels wait for ours, so it is waited for here. */
+        int done_rc = *rc;
+        while (*rc == OMPI_SUCCESS && !coll_gpu_queued_test(q, &done_rc)) opal_progress();
         coll_gpu_queued_free(q);
+        if (r) coll_gpu_request_drop(r);
         if (*rc == OMPI_SUCCESS) *rc = done_rc;
         return true;
     }
-    coll_gpu_request_init(&r->super.super, m->comm, false, queued_request_free);
-    r->q = q;
-    r->owners = 2;
-    int start_rc = coll_gpu_queued_start(q);
-    if (start_rc != OMPI_SUCCESS) {
-        /* Nothing runs: the call fails here. */
-        coll_gpu_queued_free(q);
-        r->owners = 1;
-        coll_gpu_request_disown(&r->super.super, &r->owners);
-        *rc = start_rc;
-        return true;
-    }
-    r->pending.ready = queued_ready;
-    r->pending.complete = queued_complete;
-    coll_gpu_pending_add(&r->pending);
-    *request = &r->super.super;
-    *rc = OMPI_SUCCESS;
+    coll_gpu_request_watch_queued(r, q, false);
+    *request = coll_gpu_request_mpi(r);
     return true;
 }

@@ -1,12 +1,13 @@
-/* Nonblocking collectives on device buffers that the peer kernels do not
- * take (coll_gpu_queued.c): the displaced module runs the collective on
- * host copies; our request completes only after the results
- * are back in device memory, so MPI_Wait/Test never return early.
+/* The component's one request type, for every nonblocking and persistent
+ * collective, whatever runs it: the displaced module on host copies of
+ * device buffers (staged: the request completes only after the results are
+ * back in device memory, so MPI_Wait/Test never return early), or the peer
+ * kernels (coll_gpu_queued.c). A progress callback watches each run in
+ * flight (coll_gpu_pending_t) and completes the request when it is over.
  *
  * The request derives from ompi_coll_base_nbc_request_t because the MPI
  * layer (ompi_coll_base_retain_op/datatypes) writes its fields after we
- * return. A progress callback watches the inner requests: these, and the
- * persistent requests' of coll_gpu_persistent.c (coll_gpu_pending_t). */
+ * return. It holds its communicator (coll_gpu_request_init). */
 #include "coll_gpu.h"
 
 #include <pthread.h>
@@ -14,18 +15,27 @@
 #include "ompi/mca/coll/base/coll_base_util.h"
 #include "opal/runtime/opal_progress.h"
 
-typedef struct coll_gpu_request_t {
+struct coll_gpu_request {
     ompi_coll_base_nbc_request_t super;
-    coll_gpu_pending_t pending; /* the inner request, watched by progress */
-    coll_gpu_stage_t *stage;
-    /* Two owners: the application's handle (gone at request_free, which
-     * MPI_Wait/Test also call) and the pending completion (gone once
-     * request_complete is done with it). Whichever goes last frees it; the
-     * two may run at once on different threads. */
+    coll_gpu_pending_t pending; /* the run in flight, watched by progress */
+    coll_gpu_stage_t *stage;    /* a staged run: host copies, released when it completes */
+    coll_gpu_queued_t *q;       /* a run on the peer kernels */
+    bool keep_q;                /* persistent: q outlives the run (the record frees it) */
+    int rc;                     /* a run on the peer kernels: its outcome, once over */
+    /* Owners: the application's handle (gone at request_free, which
+     * MPI_Wait/Test also call) and the run in flight (gone once its
+     * completion is done with it). Whichever goes last frees the request;
+     * the two may run at once on different threads. */
     int32_t owners;
-} coll_gpu_request_t;
+    void *record; /* persistent: the recorded call (coll_gpu_persistent.c) */
+    void (*record_free)(void *);
+};
 
-static OBJ_CLASS_INSTANCE(coll_gpu_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+static void request_destruct(coll_gpu_request_t *r)
+{
+    if (r->record_free) r->record_free(r->record);
+}
+static OBJ_CLASS_INSTANCE(coll_gpu_request_t, ompi_coll_base_nbc_request_t, NULL, request_destruct);
 
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static coll_gpu_pending_t *pending;  /* inner requests not yet complete */
@@ -107,7 +117,7 @@ static int request_free(ompi_request_t **rp)
 {
     coll_gpu_request_t *r = (coll_gpu_request_t *)*rp;
     *rp = MPI_REQUEST_NULL;
-    coll_gpu_request_disown(&r->super.super, &r->owners); /* before completion: the progress callback frees it */
+    coll_gpu_request_disown(&r->super.super, &r->owners); /* a run in flight keeps it until it completes */
     return OMPI_SUCCESS;
 }
 
@@ -118,34 +128,102 @@ int coll_gpu_request_cancel(ompi_request_t *request, int complete)
     return MPI_ERR_REQUEST; /* collectives cannot be cancelled */
 }
 
-static void request_complete(coll_gpu_pending_t *w)
+coll_gpu_request_t *coll_gpu_request_new(ompi_communicator_t *comm, bool persistent)
 {
-    coll_gpu_request_t *r = (coll_gpu_request_t *)((char *)w - offsetof(coll_gpu_request_t, pending));
-    int rc = w->inner->req_status.MPI_ERROR;
-    ompi_request_free(&w->inner);
-    rc = coll_gpu_stage_release(r->stage, rc);
+    coll_gpu_request_t *r = OBJ_NEW(coll_gpu_request_t);
+    if (r == NULL) return NULL;
+    coll_gpu_request_init(&r->super.super, comm, persistent, request_free);
     r->stage = NULL;
+    r->q = NULL;
+    r->keep_q = false;
+    r->rc = OMPI_SUCCESS;
+    r->owners = 1;
+    r->record = NULL;
+    r->record_free = NULL;
+    return r;
+}
+
+ompi_request_t *coll_gpu_request_mpi(coll_gpu_request_t *r) { return &r->super.super; }
+
+void coll_gpu_request_drop(coll_gpu_request_t *r) { coll_gpu_request_disown(&r->super.super, &r->owners); }
+
+void coll_gpu_request_set_record(coll_gpu_request_t *r, void *record, void (*record_free)(void *))
+{
+    r->record = record;
+    r->record_free = record_free;
+}
+
+void *coll_gpu_request_record(ompi_request_t *request) { return ((coll_gpu_request_t *)request)->record; }
+
+static coll_gpu_request_t *of_pending(coll_gpu_pending_t *w)
+{
+    return (coll_gpu_request_t *)((char *)w - offsetof(coll_gpu_request_t, pending));
+}
+
+/* Every run ends here: its outcome in the status, the request complete,
+ * the run's ownership dropped. */
+static void run_over(coll_gpu_request_t *r, int rc)
+{
     r->super.super.req_status.MPI_ERROR = rc;
     ompi_request_complete(&r->super.super, true);
     coll_gpu_request_disown(&r->super.super, &r->owners);
 }
 
+static void inner_complete(coll_gpu_pending_t *w)
+{
+    coll_gpu_request_t *r = of_pending(w);
+    int rc = w->inner->req_status.MPI_ERROR;
+    ompi_request_free(&w->inner);
+    w->inner = NULL;
+    if (r->stage) rc = coll_gpu_stage_release(r->stage, rc);
+    r->stage = NULL;
+    run_over(r, rc);
+}
+
+static bool queued_ready(coll_gpu_pending_t *w)
+{
+    coll_gpu_request_t *r = of_pending(w);
+    return coll_gpu_queued_test(r->q, &r->rc);
+}
+
+static void queued_complete(coll_gpu_pending_t *w)
+{
+    coll_gpu_request_t *r = of_pending(w);
+    if (!r->keep_q) coll_gpu_queued_free(r->q);
+    if (!r->keep_q) r->q = NULL;
+    run_over(r, r->rc);
+}
+
+void coll_gpu_request_watch_inner(coll_gpu_request_t *r, ompi_request_t *inner, coll_gpu_stage_t *st)
+{
+    __atomic_add_fetch(&r->owners, 1, __ATOMIC_ACQ_REL);
+    r->stage = st;
+    r->pending.inner = inner;
+    r->pending.ready = NULL;
+    r->pending.complete = inner_complete;
+    coll_gpu_pending_add(&r->pending);
+}
+
+void coll_gpu_request_watch_queued(coll_gpu_request_t *r, coll_gpu_queued_t *q, bool keep)
+{
+    __atomic_add_fetch(&r->owners, 1, __ATOMIC_ACQ_REL);
+    r->q = q;
+    r->keep_q = keep;
+    r->pending.inner = NULL;
+    r->pending.ready = queued_ready;
+    r->pending.complete = queued_complete;
+    coll_gpu_pending_add(&r->pending);
+}
+
 int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_communicator_t *comm)
 {
-    coll_gpu_request_t *r = OBJ_NEW(coll_gpu_request_t);
+    coll_gpu_request_t *r = coll_gpu_request_new(comm, false);
     if (r == NULL) {
         /* Cannot track it: finish it here, which is still correct. */
         ompi_request_wait(request, MPI_STATUS_IGNORE);
         return coll_gpu_stage_release(st, OMPI_SUCCESS);
     }
-    coll_gpu_request_init(&r->super.super, comm, false, request_free);
-    r->pending.inner = *request;
-    r->pending.ready = NULL;
-    r->pending.complete = request_complete;
-    r->stage = st;
-    r->owners = 2;
-    coll_gpu_pending_add(&r->pending);
-
+    coll_gpu_request_watch_inner(r, *request, st);
     *request = &r->super.super;
     return OMPI_SUCCESS;
 }
