@@ -26,10 +26,20 @@ struct flock presence_range(short type, int rank)
     return fl;
 }
 
+struct Leaving {
+    gpucoll_team *t;
+    bool (*ready)(gpucoll_team *);
+    void (*finish)(gpucoll_team *);
+};
+
 // Never destroyed: the thread may look at it while the process exits.
 struct Watch {
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     std::vector<gpucoll_team *> teams;
+    std::vector<Leaving> leaving; // teams destroyed by their owner, waiting for their peers to leave
+    // Held while a leaving team is finished (GPU calls), and for good from
+    // the exit handler on: nothing of ours runs under the runtime's teardown.
+    pthread_mutex_t finishing = PTHREAD_MUTEX_INITIALIZER;
     bool started = false;
 };
 Watch &watch()
@@ -44,6 +54,21 @@ void raise_gone(gpucoll_team *t)
     if (t->error) __atomic_store_n(t->error, kErrorPeerGone, __ATOMIC_RELEASE);
 }
 
+// The leaving teams whose peers have all left now, taken off the list.
+std::vector<Leaving> ready_to_finish(Watch &w)
+{
+    std::vector<Leaving> ready;
+    for (size_t i = 0; i < w.leaving.size();) {
+        if (w.leaving[i].ready(w.leaving[i].t)) {
+            ready.push_back(w.leaving[i]);
+            w.leaving.erase(w.leaving.begin() + (long)i);
+        } else {
+            i++;
+        }
+    }
+    return ready;
+}
+
 void *watcher(void *)
 {
     const struct timespec period = {0, 100 * 1000 * 1000};
@@ -53,7 +78,12 @@ void *watcher(void *)
         pthread_mutex_lock(&w.mu);
         for (gpucoll_team *t : w.teams)
             if (team_peer_gone(t, 0) >= 0) raise_gone(t);
+        std::vector<Leaving> ready = ready_to_finish(w);
         pthread_mutex_unlock(&w.mu);
+        if (ready.empty()) continue;
+        pthread_mutex_lock(&w.finishing); // outside mu: finishing unwatches the team
+        for (const Leaving &l : ready) l.finish(l.t);
+        pthread_mutex_unlock(&w.finishing);
     }
     return nullptr;
 }
@@ -66,6 +96,20 @@ void stop_kernels_at_exit()
     pthread_mutex_lock(&w.mu);
     for (gpucoll_team *t : w.teams) raise_gone(t);
     pthread_mutex_unlock(&w.mu);
+    pthread_mutex_lock(&w.finishing); // never given back: the process ends
+}
+
+// Starts the watcher once (under w.mu).
+void start_watcher(Watch &w)
+{
+    if (w.started) return;
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    w.started = pthread_create(&th, &attr, watcher, nullptr) == 0;
+    pthread_attr_destroy(&attr);
+    if (w.started) atexit(stop_kernels_at_exit);
 }
 
 } // namespace
@@ -105,15 +149,7 @@ void watch_team(gpucoll_team *t)
 {
     Watch &w = watch();
     pthread_mutex_lock(&w.mu);
-    if (!w.started) {
-        pthread_t th;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        w.started = pthread_create(&th, &attr, watcher, nullptr) == 0;
-        pthread_attr_destroy(&attr);
-        if (w.started) atexit(stop_kernels_at_exit);
-    }
+    start_watcher(w);
     w.teams.push_back(t);
     pthread_mutex_unlock(&w.mu);
 }
@@ -124,6 +160,17 @@ void unwatch_team(gpucoll_team *t)
     pthread_mutex_lock(&w.mu);
     w.teams.erase(std::remove(w.teams.begin(), w.teams.end(), t), w.teams.end());
     pthread_mutex_unlock(&w.mu);
+}
+
+bool leave_later(gpucoll_team *t, bool (*ready)(gpucoll_team *), void (*finish)(gpucoll_team *))
+{
+    Watch &w = watch();
+    pthread_mutex_lock(&w.mu);
+    start_watcher(w);
+    if (w.started) w.leaving.push_back(Leaving{t, ready, finish});
+    const bool taken = w.started;
+    pthread_mutex_unlock(&w.mu);
+    return taken;
 }
 
 gpucoll_status_t peer_gone_error(int r, const char *waiting_for)

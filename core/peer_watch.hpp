@@ -37,6 +37,13 @@ int team_peer_gone(gpucoll_team *t, int period_ms = 50);
 void watch_team(gpucoll_team *t);
 void unwatch_team(gpucoll_team *t);
 
+// A team its owner has destroyed while some peer may still read its GPU
+// memory: the watcher calls finish(t) once ready(t) says every peer has
+// left (or is gone), so that the owner does not wait, without MPI
+// progress, for a peer that may need it to get there. False (nothing
+// taken) if there is no watcher thread.
+bool leave_later(gpucoll_team *t, bool (*ready)(gpucoll_team *), void (*finish)(gpucoll_team *));
+
 // The status of a wait that ended because rank `r` is gone.
 gpucoll_status_t peer_gone_error(int r, const char *waiting_for);
 

@@ -196,41 +196,64 @@ extern "C" gpucoll_status_t gpucoll_team_create(const gpucoll_oob_t *oob, gpucol
     return team_create(oob, out, TeamShm::MemfdFirst);
 }
 
-extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
+namespace {
+
+void print_timing(const gpucoll_team *t)
 {
-    if (!t) return;
-    if (config().verbose >= 20 && t->timing.calls) {
-        const auto &tm = t->timing;
-        double n = (double)tm.calls / 1e6; // seconds per call -> us
+    if (config().verbose < 20 || !t->timing.calls) return;
+    const auto &tm = t->timing;
+    double n = (double)tm.calls / 1e6; // seconds per call -> us
+    fprintf(stderr,
+            "coll:gpu: rank %d: %llu peer-path calls, mean us: verdict %.2f, agreement %.2f, launch %.2f, "
+            "kernel+wait %.2f\n",
+            t->rank, (unsigned long long)tm.calls, tm.verdict / n, tm.agree / n, tm.launch / n, tm.wait / n);
+    const ResidentKernel &r = t->resident;
+    if (r.reused + r.launched)
         fprintf(stderr,
-                "coll:gpu: rank %d: %llu peer-path calls, mean us: verdict %.2f, agreement %.2f, launch %.2f, "
-                "kernel+wait %.2f\n",
-                t->rank, (unsigned long long)tm.calls, tm.verdict / n, tm.agree / n, tm.launch / n, tm.wait / n);
-        const ResidentKernel &r = t->resident;
-        if (r.reused + r.launched)
-            fprintf(stderr,
-                    "coll:gpu: rank %d: resident kernels: %llu calls served by a running kernel (mean %.2f us), "
-                    "%llu launched (mean %.2f us), default-stream query mean %.2f us\n",
-                    t->rank, (unsigned long long)r.reused, r.reused ? r.reused_s * 1e6 / r.reused : 0.0,
-                    (unsigned long long)r.launched, r.launched ? r.launched_s * 1e6 / r.launched : 0.0,
-                    r.query_s * 1e6 / (double)(r.reused + r.launched));
-    }
-    // Queued kernels read the peers' scratch too: each rank's end before it departs.
-    if (t->gpu == gpucoll_team::GpuReady) (void)drain_queued(t);
-    if (t->gpu == gpucoll_team::GpuReady) close_stream_calls(t);
-    if (t->gpu == gpucoll_team::GpuReady) {
-        // Peers may still read our scratch in the tail of the last kernel: free
-        // it only when every rank is here (bounded, a dead peer cannot hold us).
-        // No MPI progress: the team may be destroyed while MPI shuts down.
-        t->shm->ranks[t->rank].departed.store(1, std::memory_order_release);
-        for (int r = 0; r < t->size; r++)
-            wait_until(t, nullptr, "the peers to leave the team",
-                       [&] { return t->shm->ranks[r].departed.load(std::memory_order_acquire) != 0; });
-    }
+                "coll:gpu: rank %d: resident kernels: %llu calls served by a running kernel (mean %.2f us), "
+                "%llu launched (mean %.2f us), default-stream query mean %.2f us\n",
+                t->rank, (unsigned long long)r.reused, r.reused ? r.reused_s * 1e6 / r.reused : 0.0,
+                (unsigned long long)r.launched, r.launched ? r.launched_s * 1e6 / r.launched : 0.0,
+                r.query_s * 1e6 / (double)(r.reused + r.launched));
+}
+
+// Every peer has left the team, or is gone (its memory is then the
+// driver's to keep until we close our mappings).
+bool peers_left(gpucoll_team *t)
+{
+    for (int r = 0; r < t->size; r++)
+        if (r != t->rank && !t->shm->ranks[r].departed.load(std::memory_order_acquire) &&
+            peer_present(t->presence_fd, r))
+            return false;
+    return true;
+}
+
+void finish_team(gpucoll_team *t)
+{
     release_gpu(t);
     munmap(t->shm, sizeof(ShmBlock));
     if (t->presence_fd >= 0) close(t->presence_fd); // the peers see this rank gone from here on
     delete t;
+}
+
+} // namespace
+
+extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
+{
+    if (!t) return;
+    print_timing(t);
+    // Queued kernels read the peers' scratch too: each rank's end before it
+    // departs. (Requests hold their communicator, so none is pending here.)
+    if (t->gpu == gpucoll_team::GpuReady) (void)drain_queued(t);
+    if (t->gpu == gpucoll_team::GpuReady) close_stream_calls(t);
+    if (t->gpu != gpucoll_team::GpuReady) return finish_team(t);
+    // Peers may still read our scratch in the tail of their last kernel: it
+    // goes once every rank has left (or is gone). Waiting for that here,
+    // without MPI progress (the team may be destroyed while MPI shuts down),
+    // could hold a rank whose peer needs it to reach its own MPI_Comm_free
+    // (a send to it in between): the watcher finishes the team instead.
+    t->shm->ranks[t->rank].departed.store(1, std::memory_order_release);
+    if (peers_left(t) || !leave_later(t, peers_left, finish_team)) finish_team(t);
 }
 
 gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const gpucoll_coll_args_t &a,
