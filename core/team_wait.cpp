@@ -33,7 +33,7 @@ gpucoll_status_t kernel_error(gpucoll_team *t, const char *what)
                             what, kStreamLLFlagLimit);
     default:
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT,
-                            "%s: a peer's kernel did not arrive within timeout_ms=%d (ranks must make the same "
+                            "%s: a peer's kernel did not reach the barrier within timeout_ms=%d (ranks must make the same "
                             "collectives in the same order)",
                             what, config().timeout_ms);
     }
