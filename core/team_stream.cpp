@@ -139,6 +139,16 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
                             "an enqueued collective's buffers must be device memory of this rank's GPU (%d) or "
                             "managed memory",
                             t->device);
+    // Launched into another GPU's stream, the kernel would run on that GPU
+    // against this one's memory and fault the context.
+    const int stream_device = gpu_port_stream_device(static_cast<gpuStream_t>(stream));
+    if (stream_device == -1)
+        return gpucoll_fail(GPUCOLL_ERR_INVALID, "an enqueued collective's stream is not a live stream of this process");
+    if (stream_device != GPU_PORT_DEVICE_UNKNOWN && stream_device != t->device)
+        return gpucoll_fail(GPUCOLL_ERR_INVALID,
+                            "an enqueued collective's stream belongs to GPU %d; this communicator's enqueued "
+                            "collectives run on GPU %d, the one current at coll_gpu_stream_init",
+                            stream_device, t->device);
     DeviceGuard g(t->device);
     PeerArgs k = kernel_args(t, plan, a, src, rbuf);
     k.stream_calls = t->stream_calls;
