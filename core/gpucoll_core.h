@@ -49,11 +49,11 @@ gpucoll_status_t gpucoll_copy(void *dst, const void *src, size_t bytes);
 void *gpucoll_host_alloc(size_t bytes);
 void gpucoll_host_free(void *ptr, size_t bytes);
 
-/* inout[i] = in[i] op inout[i] for i < count, on the GPU that holds `inout`
- * (`in` must be device memory that GPU can read). Synchronous: ordered after
- * work queued on the legacy default stream, done when it returns.
- * GPUCOLL_ERR_UNSUPPORTED for a (dtype, op) pair without a kernel,
- * GPUCOLL_ERR_INVALID for host memory. */
+/* inout[i] = in[i] op inout[i] for i < count, on the GPU that holds `inout`.
+ * Synchronous: ordered after work queued on the legacy default stream, done
+ * when it returns. GPUCOLL_ERR_UNSUPPORTED (nothing ran: stage it) for a
+ * (dtype, op) pair without a kernel, and unless both buffers are device
+ * memory of one GPU. */
 gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, size_t count, gpucoll_dtype_t dtype,
                                       gpucoll_op_t op);
 /* dst = src for `bytes` bytes of host, device or managed memory, on the
