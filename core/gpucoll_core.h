@@ -130,7 +130,11 @@ typedef struct gpucoll_coll_args {
  * at once, without waiting. A rank with local_ok = 1 waits (bounded by
  * config.timeout_ms) for every peer's post; if all can, the collective runs
  * and the result is in rbuf on return, else GPUCOLL_ERR_UNSUPPORTED tells the
- * caller to take the staged path, as every other rank then does too. */
+ * caller to take the staged path, as every other rank then does too. An
+ * empty call (count 0, not a vector kind) with local_ok = 1 on a team whose
+ * GPU is set up is agreed on the same way, its buffers unread: where every
+ * rank's is empty, nothing runs and it succeeds; against a peer's non-empty
+ * call it fails on every rank (a mismatch). */
 gpucoll_status_t gpucoll_team_run(gpucoll_team_t *team, const gpucoll_coll_args_t *args);
 /* Whether this rank, on its own, would take the peer path for `args` (its
  * local verdict in gpucoll_team_run: device buffers on the team's GPU, the

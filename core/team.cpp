@@ -458,7 +458,11 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
     gpu_port_ptr_info_t ri{}, si{};
     const char *const src_ptr = input_of(t, a);
     Plan plan{};
-    bool ok = local_verdict(t, a, &device, &plan);
+    // An empty call on a team whose GPU is set up is agreed on like a device
+    // call (its key says count 0): a peer given a count meets a mismatch, not
+    // this rank's next call. Elsewhere it waits for nobody, as host calls do.
+    const bool empty = a.count == 0 && !vector;
+    bool ok = empty ? a.local_ok && t->gpu == gpucoll_team::GpuReady : local_verdict(t, a, &device, &plan);
     if (ok && vector) {
         // No scratch kernel serves the vector kinds: mapped buffers (the
         // team's GPU is set up after the agreement if need be), or staged.
@@ -488,6 +492,7 @@ static gpucoll_status_t gpucoll_team_run_body(gpucoll_team_t *t, const gpucoll_c
     if (st != GPUCOLL_SUCCESS) return st;
     if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
     t->ll_cleared_since_agree = false; // every rank has left the call that cleared it (see the wrap below)
+    if (empty) return GPUCOLL_SUCCESS; // every rank's is: nothing to run
 
     bool timed = true; // not the call that sets the team up (it takes milliseconds)
     if (t->gpu == gpucoll_team::GpuNone) {
