@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What gpu_port_stream_device answers where the runtime has no way to tell. */
+#define GPU_PORT_DEVICE_UNKNOWN (-2)
+
 #if defined(COLL_GPU_HIP)
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
@@ -99,6 +102,22 @@ static inline int gpu_port_mps_enabled(int device)
     (void)device;
     return 0;
 }
+/* gpu_port_stream_device: see the CUDA one. HIP has the call from 5.6 on. */
+#if HIP_VERSION >= 50600000
+static inline int gpu_port_stream_device(gpuStream_t stream)
+{
+    hipDevice_t device = -1;
+    if (hipStreamGetDevice(stream, &device) == hipSuccess) return (int)device;
+    (void)hipGetLastError();
+    return -1;
+}
+#else
+static inline int gpu_port_stream_device(gpuStream_t stream)
+{
+    (void)stream;
+    return GPU_PORT_DEVICE_UNKNOWN;
+}
+#endif
 #define GPU_WARP_SIZE 64
 #else
 #include <cuda.h>
@@ -192,6 +211,23 @@ static inline int gpu_port_mps_enabled(int device)
     int on = 0;
     return cudaDeviceGetAttribute(&on, cudaDevAttrMpsEnabled, device) == cudaSuccess && on;
 }
+/* The ordinal of the GPU that `stream` belongs to (the legacy and
+ * per-thread default streams: the current GPU's); -1 for what is not a live
+ * stream, GPU_PORT_DEVICE_UNKNOWN where the runtime cannot tell. Runtimes
+ * before 12.8 have no call for it: the driver tells the stream's context
+ * instead (below). */
+#if CUDART_VERSION >= 12080
+static inline int gpu_port_stream_device(gpuStream_t stream)
+{
+    int device = -1;
+    if (cudaStreamGetDevice(stream, &device) == cudaSuccess) return device;
+    (void)cudaGetLastError();
+    return -1;
+}
+#else
+#define GPU_PORT_STREAM_DEVICE_FROM_CONTEXT 1
+#define gpu_port_stream_device(stream) gpu_port_stream_context_device((void *)(stream))
+#endif
 #define GPU_WARP_SIZE 32
 #endif
 
@@ -331,6 +367,9 @@ int gpu_port_driver_present(void);
  * the application has started using that GPU. -1 if none. Never creates a
  * context. */
 int gpu_port_context_device(void);
+#ifdef GPU_PORT_STREAM_DEVICE_FROM_CONTEXT
+int gpu_port_stream_context_device(void *stream);
+#endif
 #ifdef __cplusplus
 }
 #endif
@@ -377,6 +416,14 @@ typedef CUresult (*gpu_port_ctx_current_fn)(CUcontext *);
 typedef CUresult (*gpu_port_ctx_device_fn)(CUdevice *);
 static gpu_port_ctx_current_fn gpu_port_ctx_current;
 static gpu_port_ctx_device_fn gpu_port_ctx_device;
+#ifdef GPU_PORT_STREAM_DEVICE_FROM_CONTEXT
+typedef CUresult (*gpu_port_stream_ctx_fn)(CUstream, CUcontext *);
+typedef CUresult (*gpu_port_ctx_push_fn)(CUcontext);
+typedef CUresult (*gpu_port_ctx_pop_fn)(CUcontext *);
+static gpu_port_stream_ctx_fn gpu_port_stream_ctx;
+static gpu_port_ctx_push_fn gpu_port_ctx_push;
+static gpu_port_ctx_pop_fn gpu_port_ctx_pop;
+#endif
 
 static void gpu_port_load_driver(void)
 {
@@ -386,7 +433,29 @@ static void gpu_port_load_driver(void)
     gpu_port_get_attrs = (gpu_port_get_attrs_fn)dlsym(lib, "cuPointerGetAttributes");
     gpu_port_ctx_current = (gpu_port_ctx_current_fn)dlsym(lib, "cuCtxGetCurrent");
     gpu_port_ctx_device = (gpu_port_ctx_device_fn)dlsym(lib, "cuCtxGetDevice");
+#ifdef GPU_PORT_STREAM_DEVICE_FROM_CONTEXT
+    gpu_port_stream_ctx = (gpu_port_stream_ctx_fn)dlsym(lib, "cuStreamGetCtx");
+    gpu_port_ctx_push = (gpu_port_ctx_push_fn)dlsym(lib, "cuCtxPushCurrent_v2");
+    gpu_port_ctx_pop = (gpu_port_ctx_pop_fn)dlsym(lib, "cuCtxPopCurrent_v2");
+#endif
 }
+
+#ifdef GPU_PORT_STREAM_DEVICE_FROM_CONTEXT
+/* The device of the stream's context, made current for the one query. */
+int gpu_port_stream_context_device(void *stream)
+{
+    CUcontext ctx = NULL, popped = NULL;
+    CUdevice dev = -1;
+    if (!gpu_port_driver_present() || !gpu_port_stream_ctx || !gpu_port_ctx_push || !gpu_port_ctx_pop ||
+        !gpu_port_ctx_device)
+        return GPU_PORT_DEVICE_UNKNOWN;
+    if (gpu_port_stream_ctx((CUstream)stream, &ctx) != CUDA_SUCCESS || ctx == NULL) return -1;
+    if (gpu_port_ctx_push(ctx) != CUDA_SUCCESS) return GPU_PORT_DEVICE_UNKNOWN;
+    if (gpu_port_ctx_device(&dev) != CUDA_SUCCESS) dev = GPU_PORT_DEVICE_UNKNOWN;
+    gpu_port_ctx_pop(&popped);
+    return (int)dev;
+}
+#endif
 
 int gpu_port_context_device(void)
 {

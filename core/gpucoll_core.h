@@ -49,11 +49,11 @@ gpucoll_status_t gpucoll_copy(void *dst, const void *src, size_t bytes);
 void *gpucoll_host_alloc(size_t bytes);
 void gpucoll_host_free(void *ptr, size_t bytes);
 
-/* inout[i] = in[i] op inout[i] for i < count, on the GPU that holds `inout`
- * (`in` must be device memory that GPU can read). Synchronous: ordered after
- * work queued on the legacy default stream, done when it returns.
- * GPUCOLL_ERR_UNSUPPORTED for a (dtype, op) pair without a kernel,
- * GPUCOLL_ERR_INVALID for host memory. */
+/* inout[i] = in[i] op inout[i] for i < count, on the GPU that holds `inout`.
+ * Synchronous: ordered after work queued on the legacy default stream, done
+ * when it returns. GPUCOLL_ERR_UNSUPPORTED (nothing ran: stage it) for a
+ * (dtype, op) pair without a kernel, and unless both buffers are device
+ * memory of one GPU. */
 gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, size_t count, gpucoll_dtype_t dtype,
                                       gpucoll_op_t op);
 /* dst = src for `bytes` bytes of host, device or managed memory, on the
@@ -130,7 +130,11 @@ typedef struct gpucoll_coll_args {
  * at once, without waiting. A rank with local_ok = 1 waits (bounded by
  * config.timeout_ms) for every peer's post; if all can, the collective runs
  * and the result is in rbuf on return, else GPUCOLL_ERR_UNSUPPORTED tells the
- * caller to take the staged path, as every other rank then does too. */
+ * caller to take the staged path, as every other rank then does too. An
+ * empty call (count 0, not a vector kind) with local_ok = 1 on a team whose
+ * GPU is set up is agreed on the same way, its buffers unread: where every
+ * rank's is empty, nothing runs and it succeeds; against a peer's non-empty
+ * call it fails on every rank (a mismatch). */
 gpucoll_status_t gpucoll_team_run(gpucoll_team_t *team, const gpucoll_coll_args_t *args);
 /* Whether this rank, on its own, would take the peer path for `args` (its
  * local verdict in gpucoll_team_run: device buffers on the team's GPU, the

@@ -24,8 +24,14 @@ extern "C" gpucoll_status_t gpucoll_local_reduce(void *inout, const void *in, si
     gpu_port_ptr_info_t io, src;
     gpu_port_query_kind(inout, &io);
     gpu_port_query_kind(in, &src);
+    // The kernel runs on inout's GPU, which need not reach another GPU's
+    // memory (peer access is off, or impossible): a read there would fault
+    // the context. The caller stages such a call, as it does managed memory.
     if (io.kind != GPU_PORT_MEM_DEVICE || src.kind != GPU_PORT_MEM_DEVICE)
-        return gpucoll_fail(GPUCOLL_ERR_INVALID, "local reduce needs device buffers");
+        return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "local reduce on the GPU needs device buffers");
+    if (io.device != src.device)
+        return gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED, "local reduce of a buffer of GPU %d into one of GPU %d",
+                            src.device, io.device);
 
     PeerArgs k{};
     k.algo = PeerAlgo::LocalReduce;

@@ -63,6 +63,7 @@ struct Blocking {
     uint64_t seq = 0;
     size_t elt = 0;
     bool vector = false;
+    bool empty = false;        // count 0 (not a vector kind): agreed on, nothing runs
     const char *src = nullptr; // this rank's input (input_of)
     int device = -1;
     Plan plan{};
@@ -86,6 +87,13 @@ bool describe_buffers(IpcCache &ipc, const Blocking &c, ShmRank &me)
 
 void step_verdict(gpucoll_team *t, Blocking &c)
 {
+    // An empty call on a team whose GPU is set up is agreed on like a device
+    // call (its key says count 0): a peer given a count meets a mismatch, not
+    // this rank's next call. Elsewhere it waits for nobody, as host calls do.
+    if (c.empty) {
+        c.ok = c.a.local_ok && t->gpu == gpucoll_team::GpuReady;
+        return;
+    }
     c.ok = local_verdict(t, c.a, &c.device, &c.plan);
     ShmRank &me = t->shm->ranks[t->rank];
     if (c.ok && c.vector) {
@@ -289,10 +297,12 @@ gpucoll_status_t run_blocking(gpucoll_team_t *t, const gpucoll_coll_args_t *args
     c.t_start = Clock::now();
     c.elt = gpucoll_dtype_size(c.a.dtype);
     c.vector = is_vector_kind(c.a.kind);
+    c.empty = c.a.count == 0 && !c.vector;
     c.src = input_of(t, c.a);
     step_verdict(t, c);
     c.t_verdict = Clock::now();
     if ((st = step_agree(t, c)) != GPUCOLL_SUCCESS) return st;
+    if (c.empty) return GPUCOLL_SUCCESS; // every rank's is: nothing to run
     // Outlives the kernel on every return path: another thread's call may
     // not close these mappings under it.
     IpcPins pins(t->ipc, t->device);
@@ -312,7 +322,7 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     gpucoll_status_t st = no_throw([&] { return run_blocking(t, args); });
     // After the call's pins are gone and its kernel is done, outside the
     // window between agreement and launch in which peers wait for us.
-    if (t->ipc) t->ipc->close_unused();
+    if (t->ipc) ipc_after_call(t);
     return st;
 }
 

@@ -103,21 +103,32 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
     const gpucoll_coll_args_t &a = c.a;
     const Plan &plan = c.plan;
 
-    // From here on the peers' kernels wait for ours: this rank's own
-    // failures are errors, and abandon_call tells the peers' kernels.
     char *rbuf = static_cast<char *>(a.rbuf);
     const bool rbuf_used = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
     const char *src = input_of(t, a);
+    // Misuse found before anything is launched: an error on this rank, its
+    // team untouched (a rank that alone misuses the call leaves its peers'
+    // kernels of that call waiting for it, as an erroneous MPI program may).
     if ((a.sbuf && !addressable(t, a.sbuf)) || (rbuf_used && !addressable(t, rbuf)))
-        return abandon_call(t, gpucoll_fail(GPUCOLL_ERR_INVALID,
-                                            "an enqueued collective's buffers must be device memory of this rank's "
-                                            "GPU (%d) or managed memory",
-                                            t->device));
+        return gpucoll_fail(GPUCOLL_ERR_INVALID,
+                            "an enqueued collective's buffers must be device memory of this rank's GPU (%d) or "
+                            "managed memory",
+                            t->device);
+    // Launched into another GPU's stream, the kernel would run on that GPU
+    // against this one's memory and fault the context. Asked outside a
+    // capture only (a query there may be refused, or end the capture); a
+    // stream the runtime cannot place is let through, as before the check.
+    const bool eager = gpucoll_stream_capturing(stream) == 0;
+    const int stream_device = eager ? gpu_port_stream_device(static_cast<gpuStream_t>(stream)) : GPU_PORT_DEVICE_UNKNOWN;
+    if (stream_device >= 0 && stream_device != t->device)
+        return gpucoll_fail(GPUCOLL_ERR_INVALID,
+                            "an enqueued collective's stream belongs to GPU %d; this communicator's enqueued "
+                            "collectives run on GPU %d, the one current at coll_gpu_stream_init",
+                            stream_device, t->device);
     DeviceGuard g(t->device);
     PeerArgs k = kernel_args(t, plan, a, src, rbuf);
     k.stream_calls = t->stream_calls;
     k.stream_epochs = is_ll(plan.algo) ? 0 : (a.count + plan.chunk - 1) / plan.chunk;
-    const bool eager = gpucoll_stream_capturing(stream) == 0;
     if (eager) k.stream_epochs |= kStreamEager;
     st = launch_step(t, Launch{&k, a.dtype, a.op, c.blocks, static_cast<gpuStream_t>(stream), nullptr,
                                "an enqueued collective", false},

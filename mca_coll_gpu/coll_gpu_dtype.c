@@ -4,12 +4,46 @@
 #include "coll_gpu.h"
 
 
-typedef struct {
-    MPI_Datatype mpi;
-    gpucoll_dtype_t dtype;
-} dtype_entry_t;
+/* The integer types the kernels reduce: C's, MPI's fixed-width ones,
+ * MPI_AINT, MPI_OFFSET, MPI_COUNT, and MPI_BYTE (Open MPI takes more than
+ * the bitwise ops on it). */
+static bool is_integer_type(ompi_datatype_t *dt)
+{
+    static ompi_datatype_t *const integers[] = {
+        MPI_INT8_T, MPI_UINT8_T, MPI_INT16_T, MPI_UINT16_T, MPI_INT32_T, MPI_UINT32_T, MPI_INT64_T, MPI_UINT64_T,
+        MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_SHORT, MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED, MPI_LONG,
+        MPI_UNSIGNED_LONG, MPI_LONG_LONG_INT, MPI_UNSIGNED_LONG_LONG, MPI_AINT, MPI_OFFSET, MPI_COUNT, MPI_BYTE};
+    for (size_t i = 0; i < sizeof integers / sizeof integers[0]; i++)
+        if (dt == integers[i]) return true;
+    return false;
+}
 
-/* Sizes of C types differ between platforms: map those by their size. */
+/* Whether Open MPI's host MIN and MAX read `dt` as signed. That is not
+ * always what its C type says: Open MPI 4.1 reduces MPI_OFFSET (a long long)
+ * as uint64_t (ompi/op/op.c maps it so), and 4.1.4 compares MPI_UNSIGNED_LONG
+ * as a signed long (open-mpi/ompi#10525). A reduction on the GPU must give
+ * what the same call gives on host buffers or staged, so the host op is
+ * asked, once per type: the minimum of all-ones and zero is all-ones only
+ * where all-ones reads as -1. (SUM, PROD and the bitwise and logical ops
+ * give the same bits either way.) */
+static bool host_compares_signed(ompi_datatype_t *dt)
+{
+    static signed char known[OMPI_DATATYPE_MAX_PREDEFINED]; /* 1 signed, -1 unsigned, 0 not asked yet */
+    const bool cached = dt->id >= 0 && dt->id < OMPI_DATATYPE_MAX_PREDEFINED;
+    signed char s = cached ? __atomic_load_n(&known[dt->id], __ATOMIC_RELAXED) : 0;
+    if (s != 0) return s > 0;
+    char *msg = NULL;
+    if (!ompi_op_is_valid(MPI_MIN, dt, &msg, "coll/gpu")) {
+        free(msg); /* MPI rejects MIN and MAX on it before they reach us */
+        return true;
+    }
+    uint64_t ones = UINT64_MAX, zero = 0; /* no integer type is wider */
+    ompi_op_reduce(MPI_MIN, &ones, &zero, 1, dt);
+    s = zero != 0 ? 1 : -1;
+    if (cached) __atomic_store_n(&known[dt->id], s, __ATOMIC_RELAXED);
+    return s > 0;
+}
+
 static gpucoll_dtype_t int_by_size(size_t bytes, bool is_signed)
 {
     switch (bytes) {
@@ -25,25 +59,7 @@ gpucoll_dtype_t coll_gpu_map_dtype(ompi_datatype_t *dt)
 {
     if (dt == MPI_FLOAT) return GPUCOLL_FLOAT32;
     if (dt == MPI_DOUBLE) return GPUCOLL_FLOAT64;
-    if (dt == MPI_INT8_T || dt == MPI_SIGNED_CHAR) return GPUCOLL_INT8;
-    if (dt == MPI_UINT8_T || dt == MPI_UNSIGNED_CHAR || dt == MPI_BYTE) return GPUCOLL_UINT8;
-    if (dt == MPI_INT16_T) return GPUCOLL_INT16;
-    if (dt == MPI_UINT16_T) return GPUCOLL_UINT16;
-    if (dt == MPI_INT32_T) return GPUCOLL_INT32;
-    if (dt == MPI_UINT32_T) return GPUCOLL_UINT32;
-    if (dt == MPI_INT64_T) return GPUCOLL_INT64;
-    if (dt == MPI_UINT64_T) return GPUCOLL_UINT64;
-    if (dt == MPI_SHORT) return int_by_size(sizeof(short), true);
-    if (dt == MPI_UNSIGNED_SHORT) return int_by_size(sizeof(short), false);
-    if (dt == MPI_INT) return int_by_size(sizeof(int), true);
-    if (dt == MPI_UNSIGNED) return int_by_size(sizeof(int), false);
-    if (dt == MPI_LONG) return int_by_size(sizeof(long), true);
-    if (dt == MPI_UNSIGNED_LONG) return int_by_size(sizeof(long), false);
-    if (dt == MPI_LONG_LONG_INT || dt == MPI_LONG_LONG) return int_by_size(sizeof(long long), true);
-    if (dt == MPI_UNSIGNED_LONG_LONG) return int_by_size(sizeof(long long), false);
-    if (dt == MPI_AINT) return int_by_size(sizeof(MPI_Aint), true);
-    if (dt == MPI_OFFSET) return int_by_size(sizeof(MPI_Offset), true);
-    if (dt == MPI_COUNT) return int_by_size(sizeof(MPI_Count), true);
+    if (is_integer_type(dt)) return int_by_size(dt->super.size, host_compares_signed(dt));
     if (dt == COLL_GPU_MPIX_FLOAT16) return GPUCOLL_FLOAT16;
     /* Our public fp16/bf16 types (coll_gpu_ext.h) are found by name. */
     if (!ompi_datatype_is_predefined(dt) && dt->super.size == 2) return (gpucoll_dtype_t)coll_gpu_ext_dtype_kind(dt->name);

@@ -62,6 +62,84 @@ COLL_GPU_EXPORT int coll_gpu_impl_stream_status(MPI_Comm comm)
     return mpi_class(gpucoll_stream_status(m->stream_team), "an enqueued collective");
 }
 
+/* What each enqueued kind's arguments mean, by MPI's rules for its blocking
+ * call: the one table the argument checks follow. */
+static const struct {
+    bool reduction;     /* an op, and a type MPI defines it on */
+    bool rooted;        /* a root */
+    bool has_send;      /* a send buffer (MPI_IN_PLACE allowed) */
+    bool own_send_type; /* sendcount / sendtype of its own */
+    bool root_only;     /* the receive buffer matters, and MPI_IN_PLACE is allowed, at the root only */
+    bool recv_per_rank; /* the receive buffer holds count elements per rank */
+} kind_rules[GPUCOLL_COLL_ALLTOALL + 1] = {
+    [GPUCOLL_COLL_ALLREDUCE] = {.reduction = true, .has_send = true},
+    [GPUCOLL_COLL_REDUCE] = {.reduction = true, .rooted = true, .has_send = true, .root_only = true},
+    [GPUCOLL_COLL_BCAST] = {.rooted = true},
+    [GPUCOLL_COLL_ALLGATHER] = {.has_send = true, .own_send_type = true, .recv_per_rank = true},
+    [GPUCOLL_COLL_REDUCE_SCATTER_BLOCK] = {.reduction = true, .has_send = true},
+    [GPUCOLL_COLL_ALLTOALL] = {.has_send = true, .own_send_type = true, .recv_per_rank = true},
+};
+
+static int check_type(ompi_datatype_t *dtype, int count)
+{
+    if (dtype == NULL || dtype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+    if (count < 0) return MPI_ERR_COUNT;
+    if (!opal_datatype_is_committed(&dtype->super) || !opal_datatype_is_valid(&dtype->super)) return MPI_ERR_TYPE;
+    return MPI_SUCCESS;
+}
+
+/* Open MPI's rule (OMPI_CHECK_USER_BUFFER): NULL is MPI_BOTTOM, a buffer
+ * only for a type whose data lie at absolute addresses. */
+static bool null_buffer(const void *buf, ompi_datatype_t *dtype, size_t count)
+{
+    if (buf != NULL || count == 0 || dtype->super.size == 0) return false;
+    if (ompi_datatype_is_predefined(dtype)) return true;
+    ptrdiff_t true_lb, true_extent;
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    return true_lb == 0;
+}
+
+static int check_buffers(const coll_gpu_call_t *c, int count, ompi_communicator_t *comm)
+{
+    const bool inter = OMPI_COMM_IS_INTER(comm), root_side = !inter && ompi_comm_rank(comm) == c->root;
+    const bool in_place = kind_rules[c->kind].has_send && c->sbuf == MPI_IN_PLACE;
+    const size_t rblocks = kind_rules[c->kind].recv_per_rank ? (size_t)ompi_comm_size(comm) : 1;
+    if (c->rbuf == MPI_IN_PLACE) return MPI_ERR_ARG;
+    /* Intercommunicators name roots otherwise (MPI_ROOT, MPI_PROC_NULL): MPI judges them. */
+    if (inter) return MPI_SUCCESS;
+    if (in_place && kind_rules[c->kind].root_only && !root_side) return MPI_ERR_ARG;
+    if ((!kind_rules[c->kind].root_only || root_side) && null_buffer(c->rbuf, c->rdtype, (size_t)count * rblocks))
+        return MPI_ERR_BUFFER;
+    if (kind_rules[c->kind].has_send && !in_place)
+        if (null_buffer(c->sbuf, kind_rules[c->kind].own_send_type ? c->sdtype : c->rdtype, c->scount))
+            return MPI_ERR_BUFFER;
+    return MPI_SUCCESS;
+}
+
+/* Every enqueued call's arguments, as MPI would judge them, before anything
+ * reads them: an error class, or MPI_SUCCESS. */
+static int check_args(const coll_gpu_call_t *c, int count, ompi_communicator_t *comm)
+{
+    int rc;
+    if (comm == NULL || ompi_comm_invalid(comm)) return MPI_ERR_COMM;
+    if ((rc = check_type(c->rdtype, count)) != MPI_SUCCESS) return rc;
+    if (kind_rules[c->kind].own_send_type && c->sbuf != MPI_IN_PLACE &&
+        (rc = check_type(c->sdtype, (int)c->scount)) != MPI_SUCCESS)
+        return rc;
+    if (kind_rules[c->kind].reduction) {
+        char *msg = NULL;
+        if (c->op == NULL || c->op == MPI_OP_NULL) return MPI_ERR_OP;
+        if (!ompi_op_is_valid(c->op, c->rdtype, &msg, "an enqueued collective")) {
+            COLL_GPU_VERBOSE(10, "%s", msg);
+            free(msg);
+            return MPI_ERR_OP;
+        }
+    }
+    if (kind_rules[c->kind].rooted && !OMPI_COMM_IS_INTER(comm) && (c->root < 0 || c->root >= ompi_comm_size(comm)))
+        return MPI_ERR_ROOT;
+    return check_buffers(c, count, comm);
+}
+
 /* Where this rank's side `buf` of a data-movement call starts as one run of
  * bytes (count x dtype), or false. */
 static bool byte_run(const void *buf, size_t count, ompi_datatype_t *dtype, const void **start)
@@ -112,15 +190,12 @@ static bool self_copy(const coll_gpu_call_t *c, int *rc, void *stream)
  * ordinary collective. */
 static int enqueue(const coll_gpu_call_t *c, int count, MPI_Comm comm, void *stream)
 {
-    if (comm == NULL || comm == MPI_COMM_NULL) return MPI_ERR_COMM;
-    if (count < 0 || (c->sdtype != NULL && (int)c->scount < 0)) return MPI_ERR_COUNT;
+    int rc = check_args(c, count, comm);
+    if (rc != MPI_SUCCESS) return rc;
     const int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
-    if ((c->kind == GPUCOLL_COLL_BCAST || c->kind == GPUCOLL_COLL_REDUCE) && (c->root < 0 || c->root >= size))
-        return MPI_ERR_ROOT;
     const size_t bytes = (size_t)count * c->rdtype->super.size;
     if (bytes == 0) return MPI_SUCCESS; /* alike on every rank (MPI's type signature rule) */
     mca_coll_gpu_module_t *m = module_of(comm);
-    int rc;
     if (size == 1 && self_copy(c, &rc, stream)) return rc;
     /* Built outside a capture only: the set-up allocates and synchronises.
      * Once built, the core alone asks about the capture (once per call). */

@@ -11,8 +11,9 @@ static bool run_on_team(mca_coll_gpu_module_t *m, const gpucoll_coll_args_t *a, 
         *rc = coll_gpu_error(st, "peer-to-peer collective");
         return true;
     }
-    COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements ran peer-to-peer (%s)", m->comm->c_name, (int)a->kind,
-                     a->count, gpucoll_team_last_algorithm(m->team));
+    if (a->count > 0) /* an empty call ran nothing */
+        COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements ran peer-to-peer (%s)", m->comm->c_name,
+                         (int)a->kind, a->count, gpucoll_team_last_algorithm(m->team));
     *rc = OMPI_SUCCESS;
     return true;
 }
@@ -20,13 +21,17 @@ static bool run_on_team(mca_coll_gpu_module_t *m, const gpucoll_coll_args_t *a, 
 bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
                        size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc)
 {
-    /* Every rank names the same number of bytes (MPI's type signature rule),
-     * so skipping empty calls is a shared decision. */
-    if (count * dtype->super.size == 0 || !coll_gpu_team_ensure(m)) return false;
+    if (!coll_gpu_team_ensure(m)) return false;
     size_t blocks = kind == GPUCOLL_COLL_ALLGATHER || kind == GPUCOLL_COLL_ALLTOALL ? (size_t)ompi_comm_size(m->comm) : 1;
     gpucoll_coll_args_t a = {.kind = kind, .dtype = GPUCOLL_UINT8, .op = GPUCOLL_OP_NONE, .root = root};
     ptrdiff_t first = 0;
-    a.local_ok = device_ok && !m->force_staged && coll_gpu_layout(dtype, count, blocks, op, &a, &first);
+    bool layout = coll_gpu_layout(dtype, count, blocks, op, &a, &first);
+    /* Empty calls go to the core too (which runs nothing for them): skipped
+     * here, one would leave this rank a call behind a peer that was given a
+     * count (an erroneous program), and every later call would pair wrong. */
+    bool empty = count * dtype->super.size == 0;
+    a.count = empty ? 0 : a.count;
+    a.local_ok = !m->force_staged && (empty || (device_ok && layout));
     a.sbuf = sbuf == MPI_IN_PLACE ? NULL : (const char *)sbuf + first;
     a.rbuf = rbuf == NULL ? NULL : (char *)rbuf + first;
     return run_on_team(m, &a, rc);
