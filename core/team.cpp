@@ -696,6 +696,6 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     gpucoll_status_t st = no_throw([&] { return gpucoll_team_run_body(t, args); });
     // After the call's pins are gone and its kernel is done, outside the
     // window between agreement and launch in which peers wait for us.
-    if (t->ipc) t->ipc->close_unused();
+    if (t->ipc) ipc_after_call(t);
     return st;
 }
