@@ -49,7 +49,10 @@ typedef struct gpucoll_config {
     int direct_style;                /* gpucoll_direct_style_t (int: the MCA parameter's storage): loads or
                                         stores for allreduce, allgather and bcast zero-copy, where the
                                         automatic choice picks (not forced by algorithm[]) */
-    int ipc_cache_entries;           /* peer buffers kept mapped per communicator (LRU) */
+    int ipc_cache_entries;           /* peer buffers each process keeps mapped (LRU) */
+    size_t ipc_cache_bytes;          /* bytes of peer allocations each process keeps mapped (LRU), beyond
+                                        what running calls use: what freed peer buffers can hold of
+                                        their GPU's memory until their owners' notices come */
     int shared_gpu;                  /* gpucoll_shared_gpu_t: whether ranks on the same GPU form a team */
     int resident_us;                 /* a kernel stays on the GPU this long after a call through scratch
                                         of up to resident_max_bytes, serving the next such calls without a
@@ -136,6 +139,13 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_TIMEOUT_MS 0
 #define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (4u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64
+/* A mapping of a live peer buffer costs no memory, one of a freed buffer keeps it allocated on the
+   owner's GPU (its owner's notice unmaps it after the next collective, core/ipc_notices.hpp; the
+   budget bounds what escapes that). 8 GiB keeps the working set of zero-copy calls that move GiB
+   messages mapped (mapping again costs cudaIpcOpenMemHandle on every rank, and the unmap waits for
+   the GPU), while bounding a GPU's loss to (ranks on the node - 1) x 8 GiB at worst, 7% of an H200
+   per peer. */
+#define GPUCOLL_DEFAULT_IPC_CACHE_BYTES ((size_t)8 << 30)
 #define GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES (1024u * 1024u)
 #define GPUCOLL_DEFAULT_RESIDENT_BLOCKS 32
 /* Not filled in by gpucoll_config_fill_defaults (0 is meaningful): the MCA defaults

@@ -1,5 +1,6 @@
 #include "ipc_cache.hpp"
 
+#include <algorithm>
 #include <atomic>
 
 #include "core_state.hpp"
@@ -9,6 +10,18 @@
 
 namespace gpucoll {
 
+namespace {
+// Whether the allocation `id` exported at `base` still exists: the driver
+// reports another buffer id there (or none) once it is freed. One pointer
+// query, in the driver, with no GPU work.
+bool still_allocated(unsigned long long id, uintptr_t base)
+{
+    gpu_port_ptr_info_t now{};
+    gpu_port_query_pointer((const void *)base, &now);
+    return now.buffer_id == id && (uintptr_t)now.base == base;
+}
+} // namespace
+
 bool IpcCache::describe(const void *ptr, const gpu_port_ptr_info_t &info, IpcDesc *out)
 {
     if (info.kind != GPU_PORT_MEM_DEVICE || !info.ipc_capable || !info.base) return false;
@@ -16,7 +29,7 @@ bool IpcCache::describe(const void *ptr, const gpu_port_ptr_info_t &info, IpcDes
     out->offset = (uint64_t)((const char *)ptr - (const char *)info.base);
     out->alloc_bytes = info.size;
     std::lock_guard<std::mutex> lock(mu_);
-    if (gpuIpcMemHandle_t *h = exports_.find(info.buffer_id)) {
+    if (const gpuIpcMemHandle_t *h = exports_.find(info.buffer_id)) { // the per-call case
         out->handle = *h;
         return true;
     }
@@ -24,9 +37,28 @@ bool IpcCache::describe(const void *ptr, const gpu_port_ptr_info_t &info, IpcDes
         gpuGetLastError(); // not sticky, but would be reported by the next launch check
         return false;
     }
-    std::pair<unsigned long long, gpuIpcMemHandle_t> gone;
-    exports_.insert(info.buffer_id, out->handle, &gone); // a handle holds nothing: dropping it is free
+    std::vector<unsigned long long> freed;
+    exports_.add(info.buffer_id, out->handle, (uintptr_t)info.base, still_allocated, &freed);
+    for (unsigned long long id : freed)
+        for (FreedRing *r : rings_) post_freed(*r, id);
     return true;
+}
+
+void IpcCache::add_ring(FreedRing *r)
+{
+    std::lock_guard<std::mutex> lock(mu_);
+    rings_.push_back(r);
+}
+
+void IpcCache::remove_ring(FreedRing *r)
+{
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < rings_.size(); i++) {
+        if (rings_[i] != r) continue;
+        rings_[i] = rings_.back();
+        rings_.pop_back();
+        return;
+    }
 }
 
 namespace {
@@ -37,6 +69,12 @@ void close_mapping(const IpcCache::Mapping &m)
     gpuIpcCloseMemHandle(m.base);
 }
 } // namespace
+
+// What the cache handed back since unused_ held `had`: to be unmapped.
+void IpcCache::set_aside(size_t had)
+{
+    if (unused_.size() > had) any_unused_.store(true, std::memory_order_relaxed);
+}
 
 char *IpcCache::map(long peer, const IpcDesc &d, int device)
 {
@@ -53,11 +91,9 @@ char *IpcCache::map(long peer, const IpcDesc &d, int device)
                      gpuGetErrorString(e));
         return nullptr;
     }
-    Mapping gone;
-    if (imports_.insert_pinned(key, Mapping{static_cast<char *>(base), device}, &gone)) {
-        unused_.push_back(gone);
-        any_unused_.store(true, std::memory_order_relaxed);
-    }
+    const size_t had = unused_.size();
+    imports_.insert_pinned(key, Mapping{static_cast<char *>(base), device}, d.alloc_bytes, &unused_);
+    set_aside(had);
     return static_cast<char *>(base) + d.offset;
 }
 
@@ -65,11 +101,22 @@ void IpcCache::unpin(long peer, unsigned long long buffer_id, int device)
 {
     Key key{{peer, buffer_id}, device};
     std::lock_guard<std::mutex> lock(mu_);
-    Mapping gone;
-    if (imports_.unpin(key, &gone)) {
-        unused_.push_back(gone);
-        any_unused_.store(true, std::memory_order_relaxed);
-    }
+    const size_t had = unused_.size();
+    imports_.unpin(key, &unused_);
+    set_aside(had);
+}
+
+void IpcCache::forget(long peer, const std::vector<uint64_t> *ids)
+{
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t had = unused_.size();
+    imports_.forget_if(
+        [peer, ids](const Key &k) {
+            if (k.first.first != peer) return false;
+            return !ids || std::find(ids->begin(), ids->end(), k.first.second) != ids->end();
+        },
+        &unused_);
+    set_aside(had);
 }
 
 void IpcCache::close_unused()
@@ -94,6 +141,7 @@ void IpcCache::release()
     unused_.clear();
     any_unused_.store(false, std::memory_order_relaxed);
     exports_.clear();
+    rings_.clear();
 }
 
 namespace {
@@ -111,10 +159,16 @@ IpcCache &process_ipc_cache()
         // A call pins up to two buffers per peer; more than that in the LRU
         // keeps one call's mappings from pushing each other out.
         size_t entries = (size_t)config().ipc_cache_entries;
-        c = new IpcCache(entries > 4 * kMaxPeers ? entries : 4 * kMaxPeers);
+        c = new IpcCache(entries > 4 * kMaxPeers ? entries : 4 * kMaxPeers, config().ipc_cache_bytes);
         g_cache.store(c, std::memory_order_release);
     }
     return *c;
+}
+
+void remove_process_ipc_ring(FreedRing *r)
+{
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    if (IpcCache *c = g_cache.load(std::memory_order_relaxed)) c->remove_ring(r);
 }
 
 // At component close, when no call is in progress.

@@ -69,6 +69,7 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     me.device = device;
     me.pid = (long)getpid();
     t->ipc = &process_ipc_cache();
+    t->ipc->add_ring(&me.freed);
     return GPUCOLL_SUCCESS;
 }
 
@@ -197,6 +198,23 @@ gpucoll_status_t wait_kernel_done(gpucoll_team *t, uint64_t n, gpuStream_t strea
     }
 }
 
+void ipc_after_call(gpucoll_team *t) noexcept
+{
+    for (int r = 0; r < t->size && t->gpu == gpucoll_team::GpuReady; r++) {
+        const ShmRank &peer = t->shm->ranks[r];
+        if (r == t->rank || peer.freed.count.load(std::memory_order_acquire) == t->freed_seen[r]) continue;
+        try {
+            std::vector<uint64_t> ids;
+            const bool whole = read_freed(peer.freed, &t->freed_seen[r], &ids);
+            t->ipc->forget(peer.pid, whole ? &ids : nullptr);
+        } catch (...) {
+            // Out of host memory: those mappings stay until the byte budget
+            // closes them; the call itself succeeded.
+        }
+    }
+    t->ipc->close_unused();
+}
+
 void release_gpu(gpucoll_team *t)
 {
     if (t->device < 0) return;
@@ -208,6 +226,7 @@ void release_gpu(gpucoll_team *t)
         if (r == t->rank) gpuFree(t->scratch[r]);
         else gpuIpcCloseMemHandle(t->scratch[r]);
     }
+    if (t->ipc) remove_process_ipc_ring(&t->shm->ranks[t->rank].freed); // before the shared memory goes
     t->ipc = nullptr; // the process's cache outlives teams
     if (t->stream) {
         gpuStreamSynchronize(t->stream); // a kernel may still end after reporting; its graph must outlive it

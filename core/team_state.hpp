@@ -72,6 +72,9 @@ struct alignas(128) ShmRank {
     uint64_t vrdispl[kMaxPeers];
     uint64_t vtotal_bytes;
     PersistSlot persist[kPersistSlots];
+    // Allocations this rank exported and has found freed since (its
+    // process's IpcCache posts them): the peers unmap them (ipc_after_call).
+    FreedRing freed;
 };
 static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
 
@@ -129,6 +132,7 @@ struct gpucoll_team {
     gpuEvent_t after_default = nullptr; // thread_multiple: orders `stream` after the legacy default stream
     int *error = nullptr; // host-mapped flag the kernels raise on timeout
     gpucoll::IpcCache *ipc = nullptr; // the process's map of peers' user buffers (zero-copy algorithms)
+    uint64_t freed_seen[gpucoll::kMaxPeers] = {}; // by rank: the notices of its ShmRank::freed read so far
     gpucoll::ResidentKernel resident; // serves small calls without a launch each (if ready())
     gpucoll::GpuShare share;          // what the grids must fit (gpu_share_of), once the GPU is set up
     bool told_threads = false; // verbose: said once that a kernel took fewer threads than asked
@@ -199,6 +203,12 @@ PeerArgs same_call_again(const gpucoll_team *t, const PeerArgs &k);
 // (prepare_peer_kernel). In core/team_gpu.cpp.
 void prepare_same_call(const gpucoll_team *t, KernelGraph *g, const PeerArgs &k, gpucoll_dtype_t dtype,
                        gpucoll_op_t op, int blocks);
+
+// After a blocking call: closes the mappings of peers' allocations that
+// their owners have posted as freed since the last call (one counter read
+// per peer when none were), then what the IPC cache set aside. In
+// core/team_gpu.cpp.
+void ipc_after_call(gpucoll_team *t) noexcept;
 
 // Waits until the team's kernel number `n` (kernels_launched when it was
 // launched on `stream`) has reported its end in kernels_done. A kernel that

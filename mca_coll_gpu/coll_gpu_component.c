@@ -193,8 +193,18 @@ static const gpu_param_t gpu_params[] = {
              "reduces a piece stores it into every peer's buffer)"},
     {.name = "ipc_cache_entries", CFG_INT(ipc_cache_entries), .level = OPAL_INFO_LVL_6,
      .def.i = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES,
-     .help = "Peer buffers each rank keeps mapped per communicator (least recently used ones "
-             "are unmapped first); bounds the memory held for freed peer buffers"},
+     .help = "Peer buffers each process keeps mapped for zero-copy calls, over all its communicators "
+             "(least recently used ones are unmapped first, never one a running call uses)"},
+    {.name = "ipc_cache_bytes", CFG_SIZE(ipc_cache_bytes), .level = OPAL_INFO_LVL_6,
+     .def.z = GPUCOLL_DEFAULT_IPC_CACHE_BYTES,
+     .help = "Bytes of peer allocations each process keeps mapped for zero-copy calls (least recently "
+             "used ones are unmapped first; a running call's mappings stay, however large). The "
+             "driver keeps a freed buffer's memory allocated while a peer maps it: its owner tells "
+             "the peers when it next exports a new buffer, and they unmap it after their next "
+             "blocking collective on a communicator with it; this bounds what escapes that, per "
+             "mapping process. Default 8 GiB: zero-copy calls of GiB messages stay mapped "
+             "(mapping again costs every rank a cudaIpcOpenMemHandle and an unmap that waits for "
+             "the GPU), at worst 8 GiB of freed memory per peer on a GPU"},
     {.name = "shared_gpu", CFG_ENUM(shared_gpu, shared_gpu_values), .level = OPAL_INFO_LVL_5,
      .def.i = GPUCOLL_SHARED_GPU_AUTO,
      .help = "Ranks whose buffers are on the same GPU: auto (run the peer-to-peer kernels together "
