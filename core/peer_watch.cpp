@@ -40,7 +40,8 @@ struct Watch {
     // Held while a leaving team is finished (GPU calls), and for good from
     // the exit handler on: nothing of ours runs under the runtime's teardown.
     pthread_mutex_t finishing = PTHREAD_MUTEX_INITIALIZER;
-    bool started = false;
+    bool started = false, stopping = false;
+    pthread_t thread;
 };
 Watch &watch()
 {
@@ -76,6 +77,10 @@ void *watcher(void *)
         nanosleep(&period, nullptr);
         Watch &w = watch();
         pthread_mutex_lock(&w.mu);
+        if (w.stopping) {
+            pthread_mutex_unlock(&w.mu);
+            return nullptr;
+        }
         for (gpucoll_team *t : w.teams)
             if (team_peer_gone(t, 0) >= 0) raise_gone(t);
         std::vector<Leaving> ready = ready_to_finish(w);
@@ -88,28 +93,43 @@ void *watcher(void *)
     return nullptr;
 }
 
-// At exit (a program that ends with a request still running, or whose
-// communicator was never freed): no kernel of ours keeps waiting on a peer.
-void stop_kernels_at_exit()
-{
-    Watch &w = watch();
-    pthread_mutex_lock(&w.mu);
-    for (gpucoll_team *t : w.teams) raise_gone(t);
-    pthread_mutex_unlock(&w.mu);
-    pthread_mutex_lock(&w.finishing); // never given back: the process ends
-}
+// Ends the watcher before this library goes (MPI_Finalize unloads the
+// component; a thread left running its code would then fault) or the
+// process exits: no kernel of ours keeps waiting on a peer (a program that
+// ends with a request running, or a communicator never freed), and the
+// teams still waiting for their peers to leave are finished first (at
+// MPI_Finalize every rank has freed its communicators, so they leave).
+// A function-local static: made after the GPU runtime, so destroyed
+// before it, at the library's unloading or at exit, whichever comes first.
+struct WatcherStop {
+    ~WatcherStop()
+    {
+        Watch &w = watch();
+        pthread_mutex_lock(&w.mu);
+        for (gpucoll_team *t : w.teams) raise_gone(t);
+        w.stopping = true;
+        pthread_mutex_unlock(&w.mu);
+        if (w.started) pthread_join(w.thread, nullptr);
+        for (int waited_ms = 0;; waited_ms += 10) {
+            pthread_mutex_lock(&w.mu);
+            std::vector<Leaving> ready = ready_to_finish(w);
+            const bool more = !w.leaving.empty();
+            pthread_mutex_unlock(&w.mu);
+            for (const Leaving &l : ready) l.finish(l.t);
+            if (!more || waited_ms >= 10000) break; // a bound only against a peer hung elsewhere
+            const struct timespec ten_ms = {0, 10 * 1000 * 1000};
+            nanosleep(&ten_ms, nullptr);
+        }
+    }
+};
 
 // Starts the watcher once (under w.mu).
 void start_watcher(Watch &w)
 {
     if (w.started) return;
-    pthread_t th;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    w.started = pthread_create(&th, &attr, watcher, nullptr) == 0;
-    pthread_attr_destroy(&attr);
-    if (w.started) atexit(stop_kernels_at_exit);
+    w.started = pthread_create(&w.thread, nullptr, watcher, nullptr) == 0;
+    static WatcherStop stop; // see WatcherStop
+    (void)stop;
 }
 
 } // namespace

@@ -1,6 +1,8 @@
 // Core-internal entry points of core/team.cpp beside the C interface.
 #pragma once
 
+#include <stdint.h>
+
 #include "gpucoll_core.h"
 
 namespace gpucoll {

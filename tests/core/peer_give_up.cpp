@@ -119,7 +119,10 @@ int main()
     CHECK(sh->setup[0] == GPUCOLL_SUCCESS && sh->setup[1] == GPUCOLL_SUCCESS, "the first call should run");
     CHECK(sh->first[0] == GPUCOLL_ERR_TIMEOUT && strstr(sh->why[0], "did not reach the barrier"),
           "rank 0 should have timed out at the barrier");
-    CHECK(sh->first[1] == GPUCOLL_ERR_TIMEOUT && strstr(sh->why[1], "gave up"),
+    // Rank 0 may have finished and left before rank 1's kernel runs: its
+    // verdict then reaches rank 1 as its departure, as good an answer.
+    CHECK((sh->first[1] == GPUCOLL_ERR_TIMEOUT && strstr(sh->why[1], "gave up")) ||
+              (sh->first[1] == GPUCOLL_ERR_PEER && strstr(sh->why[1], "is gone")),
           "rank 1 should have ended with rank 0's verdict");
     CHECK(sh->second[0] == GPUCOLL_ERR_UNSUPPORTED && sh->second[1] == GPUCOLL_ERR_UNSUPPORTED,
           "after a timeout every rank stages");
