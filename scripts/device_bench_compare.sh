@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Before/after on the same machine in one call: a baseline component built
+# into /root/basebuild (e.g. cmake -S <checkout of the old commit> -B
+# /root/basebuild && cmake --build /root/basebuild --target mca_coll_gpu) and
+# this tree's build/, gpucoll-bench every mode at NP ranks (default 4), NCCL
+# beside the new one; CSVs and logs into $OUT.
+set -u
+source .device/mpi-env.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+sys=$OMPI_MCA_mca_base_component_path
+nccl_lib=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) + '/lib')" 2>/dev/null)
+export LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH"
+NP=${NP:-4}
+BENCH="build/tools/gpucoll_bench/gpucoll-bench -C allreduce,bcast,allgather,reduce_scatter,alltoall -b 8 -e 256M -f 16 --mode all -t ${TL:-0.15}"
+for which in base new; do
+  [ $which = base ] && path=/root/basebuild/component:$sys || path=$PWD/build/component:$sys
+  paths=mpi; [ $which = new ] && paths=mpi,nccl
+  t0=$SECONDS
+  OMPI_MCA_mca_base_component_path=$path timeout 280 mpirun -n $NP --bind-to none $BENCH --paths $paths --csv $OUT/bench_${which}_np$NP.csv > $OUT/bench_${which}_np$NP.log 2>&1
+  echo "bench $which: rc $? $((SECONDS - t0)) s"
+done

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On the GPU machine after a build (scripts/device_gpu_tests.sh builds): the
+# gpu ctests one at a time, the FIRST regex's tests first, each one's result
+# in /root/gpu_done.txt (kept while the machine stays warm), so that a later
+# call resumes where this one stopped; at most BUDGET seconds (default 540,
+# under the device tool's 600 s a call). Logs of failures go to $OUT.
+#   FIRST='lifetime|late_rank' BUDGET=500 scripts/device_gpu_suite.sh
+set -u
+source .device/mpi-env.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+B=build; ALL=/root/gpu_all.txt; LIST=/root/gpu_list.txt; DONE=/root/gpu_done.txt
+FIRST=${FIRST:-lifetime|late_rank|gone_rank|outstanding|info_staged|ipc_release|op_types|stream_args|reduce_local_devices|gpu_args}
+if [ ! -f $LIST ]; then
+  ctest --test-dir $B -N -L gpu | sed -n 's/^ *Test *#[0-9]*: //p' > $ALL
+  { grep -E "$FIRST" $ALL; grep -vE "$FIRST" $ALL; } > $LIST
+fi
+touch $DONE
+deadline=$((SECONDS + ${BUDGET:-540}))
+n=0
+while read -r t; do
+  grep -q "^$t " $DONE && continue
+  left=$((deadline - SECONDS)); [ $left -le 5 ] && break
+  t0=$SECONDS
+  timeout $left ctest --test-dir $B -R "^$t\$" --output-on-failure > /tmp/t.log 2>&1 < /dev/null
+  rc=$?
+  st=$(grep -oE "Passed|\*\*\*Failed|\*\*\*Skipped|\*\*\*Timeout|\*\*\*Exception[^ ]*|Not Run" /tmp/t.log | head -1)
+  [ $rc -eq 124 ] && st="CUT(call limit)"
+  echo "$t ${st:-?} $((SECONDS - t0))s" | tee -a $DONE
+  case "$st" in Passed|"***Skipped") ;; *) cp /tmp/t.log "$OUT/fail_$t.log";; esac
+  n=$((n+1))
+done < $LIST
+echo "ran $n this call; done $(wc -l < $DONE) of $(wc -l < $LIST)"
+cp $DONE "$OUT/gpu_done.txt"
+awk '{print $2}' $DONE | sort | uniq -c
