@@ -209,6 +209,11 @@ int coll_gpu_request_cancel(ompi_request_t *request, int complete);
 /* Runs the completions that are due now; returns how many ran. */
 int coll_gpu_pending_progress(void);
 int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_communicator_t *comm);
+/* A nonblocking request of the displaced module (rc its start's result),
+ * wrapped so that it holds `comm` until it completes: Open MPI's libnbc
+ * requests do not, and MPI_Comm_free before their completion crashed
+ * (host buffers, with or without coll/gpu: tests/mpi/lifetime_check.c). */
+int coll_gpu_request_hold(int rc, ompi_request_t **request, ompi_communicator_t *comm);
 /* Copies results back and releases the stage; `rc` is the collective's outcome. */
 int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc);
 void coll_gpu_request_fini(void);

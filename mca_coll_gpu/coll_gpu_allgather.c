@@ -48,8 +48,8 @@ int mca_coll_gpu_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdtyp
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
-        return m->prev.iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                                  m->prev.iallgather_module);
+        return coll_gpu_request_hold(m->prev.iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                  m->prev.iallgather_module), request, comm);
     return allgather_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request, m);
 }
 
@@ -95,7 +95,7 @@ int mca_coll_gpu_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdty
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
-        return m->prev.iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, request,
-                                   m->prev.iallgatherv_module);
+        return coll_gpu_request_hold(m->prev.iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, request,
+                                   m->prev.iallgatherv_module), request, comm);
     return allgatherv_staged(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, request, m);
 }

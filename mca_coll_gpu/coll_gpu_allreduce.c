@@ -38,6 +38,6 @@ int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, ompi_dataty
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     if (!coll_gpu_data_on_device(sbuf, dtype, 0) && !coll_gpu_data_on_device(rbuf, dtype, 0))
-        return m->prev.iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->prev.iallreduce_module);
+        return coll_gpu_request_hold(m->prev.iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->prev.iallreduce_module), request, comm);
     return allreduce_staged(sbuf, rbuf, count, dtype, op, comm, request, m);
 }

@@ -43,7 +43,7 @@ int mca_coll_gpu_ialltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
-        return m->prev.ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request, m->prev.ialltoall_module);
+        return coll_gpu_request_hold(m->prev.ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request, m->prev.ialltoall_module), request, comm);
     return alltoall_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request, m);
 }
 
@@ -96,8 +96,8 @@ int mca_coll_gpu_ialltoallv(const void *sbuf, const int *scounts, const int *sdi
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     if (!coll_gpu_data_on_device(sbuf, sdtype, 0) && !coll_gpu_data_on_device(rbuf, rdtype, 0))
-        return m->prev.ialltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, request,
-                                  m->prev.ialltoallv_module);
+        return coll_gpu_request_hold(m->prev.ialltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, request,
+                                  m->prev.ialltoallv_module), request, comm);
     return alltoallv_staged(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, request, m);
 }
 
@@ -150,7 +150,7 @@ int mca_coll_gpu_ialltoallw(const void *sbuf, const int *scounts, const int *sdi
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     if (!alltoallw_on_device(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm))
-        return m->prev.ialltoallw(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, request,
-                                  m->prev.ialltoallw_module);
+        return coll_gpu_request_hold(m->prev.ialltoallw(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, request,
+                                  m->prev.ialltoallw_module), request, comm);
     return alltoallw_staged(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, request, m);
 }

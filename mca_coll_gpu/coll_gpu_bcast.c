@@ -36,6 +36,6 @@ int mca_coll_gpu_ibcast(void *buf, int count, ompi_datatype_t *dtype, int root, 
                          .root = root};
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
-    if (!coll_gpu_data_on_device(buf, dtype, 0)) return m->prev.ibcast(buf, count, dtype, root, comm, request, m->prev.ibcast_module);
+    if (!coll_gpu_data_on_device(buf, dtype, 0)) return coll_gpu_request_hold(m->prev.ibcast(buf, count, dtype, root, comm, request, m->prev.ibcast_module), request, comm);
     return bcast_staged(buf, count, dtype, root, comm, request, m);
 }

@@ -43,8 +43,8 @@ int mca_coll_gpu_igather(const void *sbuf, int scount, ompi_datatype_t *sdtype, 
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     if (!gather_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
-        return m->prev.igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
-                               m->prev.igather_module);
+        return coll_gpu_request_hold(m->prev.igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                               m->prev.igather_module), request, comm);
     return gather_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request, m);
 }
 
@@ -86,7 +86,7 @@ int mca_coll_gpu_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype,
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     if (!gather_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
-        return m->prev.igatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, request,
-                                m->prev.igatherv_module);
+        return coll_gpu_request_hold(m->prev.igatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, request,
+                                m->prev.igatherv_module), request, comm);
     return gatherv_staged(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, request, m);
 }

@@ -51,7 +51,7 @@ int mca_coll_gpu_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     bool any;
     reduce_on_device(sbuf, rbuf, dtype, root, comm, &any);
-    if (!any) return m->prev.ireduce(sbuf, rbuf, count, dtype, op, root, comm, request, m->prev.ireduce_module);
+    if (!any) return coll_gpu_request_hold(m->prev.ireduce(sbuf, rbuf, count, dtype, op, root, comm, request, m->prev.ireduce_module), request, comm);
     return reduce_staged(sbuf, rbuf, count, dtype, op, root, comm, request, m);
 }
 

@@ -59,7 +59,7 @@ int mca_coll_gpu_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcount
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     if (!coll_gpu_data_on_device(sbuf, dtype, 0) && !coll_gpu_data_on_device(rbuf, dtype, 0))
-        return m->prev.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request, m->prev.ireduce_scatter_module);
+        return coll_gpu_request_hold(m->prev.ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request, m->prev.ireduce_scatter_module), request, comm);
     int size = ompi_comm_size(comm);
     return reduce_scatter_staged(sbuf, rbuf, sum_counts(rcounts, size), (size_t)rcounts[ompi_comm_rank(comm)],
                                  rcounts, 0, dtype, op, comm, request, m);
@@ -92,8 +92,8 @@ int mca_coll_gpu_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
     int rc;
     if (coll_gpu_queued_try(m, &c, request, &rc)) return rc;
     if (!coll_gpu_data_on_device(sbuf, dtype, 0) && !coll_gpu_data_on_device(rbuf, dtype, 0))
-        return m->prev.ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
-                                             m->prev.ireduce_scatter_block_module);
+        return coll_gpu_request_hold(m->prev.ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                             m->prev.ireduce_scatter_block_module), request, comm);
     size_t size = (size_t)ompi_comm_size(comm);
     return reduce_scatter_staged(sbuf, rbuf, size * rcount, rcount, NULL, rcount, dtype, op, comm, request, m);
 }

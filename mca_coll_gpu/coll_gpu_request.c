@@ -221,11 +221,17 @@ int coll_gpu_request_wrap(ompi_request_t **request, coll_gpu_stage_t *st, ompi_c
     if (r == NULL) {
         /* Cannot track it: finish it here, which is still correct. */
         ompi_request_wait(request, MPI_STATUS_IGNORE);
-        return coll_gpu_stage_release(st, OMPI_SUCCESS);
+        return st ? coll_gpu_stage_release(st, OMPI_SUCCESS) : OMPI_SUCCESS;
     }
     coll_gpu_request_watch_inner(r, *request, st);
     *request = &r->super.super;
     return OMPI_SUCCESS;
+}
+
+int coll_gpu_request_hold(int rc, ompi_request_t **request, ompi_communicator_t *comm)
+{
+    if (rc != OMPI_SUCCESS || *request == NULL || *request == MPI_REQUEST_NULL) return rc;
+    return coll_gpu_request_wrap(request, NULL, comm);
 }
 
 void coll_gpu_request_fini(void)

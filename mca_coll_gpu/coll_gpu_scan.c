@@ -36,7 +36,8 @@ static int scan_staged(bool exclusive, const void *sbuf, void *rbuf, int count, 
     {                                                                                                           \
         mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);                                                     \
         if (!coll_gpu_data_on_device(sbuf, dtype, 0) && !coll_gpu_data_on_device(rbuf, dtype, 0))               \
-            return m->prev.i##name(sbuf, rbuf, count, dtype, op, comm, request, m->prev.i##name##_module);      \
+            return coll_gpu_request_hold(                                                                       \
+                m->prev.i##name(sbuf, rbuf, count, dtype, op, comm, request, m->prev.i##name##_module), request, comm); \
         return scan_staged(exclusive, sbuf, rbuf, count, dtype, op, comm, request, m);                          \
     }
 

@@ -42,8 +42,8 @@ int mca_coll_gpu_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdtype,
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     if (!scatter_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
-        return m->prev.iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
-                                m->prev.iscatter_module);
+        return coll_gpu_request_hold(m->prev.iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                                m->prev.iscatter_module), request, comm);
     return scatter_staged(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request, m);
 }
 
@@ -84,7 +84,7 @@ int mca_coll_gpu_iscatterv(const void *sbuf, const int *scounts, const int *disp
 {
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     if (!scatter_any_device(sbuf, sdtype, rbuf, rdtype, root, comm))
-        return m->prev.iscatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm, request,
-                                 m->prev.iscatterv_module);
+        return coll_gpu_request_hold(m->prev.iscatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                                 m->prev.iscatterv_module), request, comm);
     return scatterv_staged(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm, request, m);
 }

@@ -210,7 +210,7 @@ int coll_gpu_stage_finish(coll_gpu_stage_t *st, int rc, ompi_communicator_t *com
     if (request == NULL || rc != OMPI_SUCCESS) return coll_gpu_stage_release(st, rc);
     if (st->n == 0 && !st->deferred) { /* nothing to copy back */
         free(st);
-        return rc;
+        return coll_gpu_request_hold(rc, request, comm);
     }
     return coll_gpu_request_wrap(request, st, comm);
 }
