@@ -86,10 +86,18 @@ static const op_type_t op_types[] = {
     OT_N(MPI_COUNT, OT_MULTI, OV_INT, sizeof(MPI_Count)),
     /* Fortran types: their sizes come from MPI (0: not in this library). */
     OT_N(MPI_INTEGER, OT_FINT, OV_INT, 0),
+#ifdef MPI_INTEGER1 /* optional: absent from a build without Fortran (the 5.0 test prefix) */
     OT_N(MPI_INTEGER1, OT_FINT, OV_INT, 0),
+#endif
+#ifdef MPI_INTEGER2
     OT_N(MPI_INTEGER2, OT_FINT, OV_INT, 0),
+#endif
+#ifdef MPI_INTEGER4
     OT_N(MPI_INTEGER4, OT_FINT, OV_INT, 0),
+#endif
+#ifdef MPI_INTEGER8
     OT_N(MPI_INTEGER8, OT_FINT, OV_INT, 0),
+#endif
 #ifdef MPI_INTEGER16
     OT_N(MPI_INTEGER16, OT_FINT, OV_INT, 0),
 #endif
@@ -98,9 +106,15 @@ static const op_type_t op_types[] = {
     OT_N(MPI_LONG_DOUBLE, OT_FLOAT, OV_REAL, sizeof(long double)),
     OT_N(MPI_REAL, OT_FLOAT, OV_REAL, 0),
     OT_N(MPI_DOUBLE_PRECISION, OT_FLOAT, OV_REAL, 0),
+#ifdef MPI_REAL4
     OT_N(MPI_REAL4, OT_FLOAT, OV_REAL, 0),
+#endif
+#ifdef MPI_REAL8
     OT_N(MPI_REAL8, OT_FLOAT, OV_REAL, 0),
+#endif
+#ifdef MPI_REAL16
     OT_N(MPI_REAL16, OT_FLOAT, OV_REAL, 0),
+#endif
     OT_N(MPI_C_BOOL, OT_LOGICAL, OV_LOGICAL, 0),
     OT_N(MPI_CXX_BOOL, OT_LOGICAL, OV_LOGICAL, 0),
     OT_N(MPI_LOGICAL, OT_LOGICAL, OV_LOGICAL, 0),
@@ -114,9 +128,15 @@ static const op_type_t op_types[] = {
     OT_N(MPI_CXX_LONG_DOUBLE_COMPLEX, OT_COMPLEX, OV_COMPLEX, 0),
     OT_N(MPI_COMPLEX, OT_COMPLEX, OV_COMPLEX, 0),
     OT_N(MPI_DOUBLE_COMPLEX, OT_COMPLEX, OV_COMPLEX, 0),
+#ifdef MPI_COMPLEX8
     OT_N(MPI_COMPLEX8, OT_COMPLEX, OV_COMPLEX, 0),
+#endif
+#ifdef MPI_COMPLEX16
     OT_N(MPI_COMPLEX16, OT_COMPLEX, OV_COMPLEX, 0),
+#endif
+#ifdef MPI_COMPLEX32
     OT_N(MPI_COMPLEX32, OT_COMPLEX, OV_COMPLEX, 0),
+#endif
     OT_P(MPI_FLOAT_INT, OV_PAIR_REAL, sizeof(float), int, 0),
     OT_P(MPI_DOUBLE_INT, OV_PAIR_REAL, sizeof(double), int, 0),
     OT_P(MPI_LONG_INT, OV_PAIR_INT, sizeof(long), int, 0),
