@@ -127,8 +127,9 @@ typedef struct gpucoll_coll_args {
  * Every rank of the team must call this for the same collectives in the same
  * order (as MPI requires). A rank whose buffers cannot take the peer path
  * passes local_ok = 0: it posts that and returns GPUCOLL_ERR_UNSUPPORTED
- * at once, without waiting. A rank with local_ok = 1 waits (bounded by
- * config.timeout_ms) for every peer's post; if all can, the collective runs
+ * at once, without waiting. A rank with local_ok = 1 waits for every peer's
+ * post (however late; only a peer that is gone, or the debugging
+ * config.timeout_ms, ends the wait with an error); if all can, the collective runs
  * and the result is in rbuf on return, else GPUCOLL_ERR_UNSUPPORTED tells the
  * caller to take the staged path, as every other rank then does too. An
  * empty call (count 0, not a vector kind) with local_ok = 1 on a team whose
@@ -196,10 +197,11 @@ gpucoll_status_t gpucoll_plan_launch(gpucoll_plan_t *plan);
 /* 1 when the latest launch is over, with *status its result and the
  * outputs in place (copied back where they are outside the team's GPU);
  * 0 while it runs. Never waits for another rank; a kernel that waits on a
- * peer gives up after timeout_ms (GPUCOLL_ERR_TIMEOUT). */
+ * peer ends early only when that peer is gone (GPUCOLL_ERR_PEER) or past the
+ * debugging timeout_ms (GPUCOLL_ERR_TIMEOUT). */
 int gpucoll_plan_test(gpucoll_plan_t *plan, gpucoll_status_t *status);
-/* Frees the plan, first waiting for a launch still running (bounded: its
- * kernel gives up within timeout_ms). */
+/* Frees the plan, first waiting for a launch still running (it completes,
+ * or ends because a peer is gone). */
 void gpucoll_plan_free(gpucoll_plan_t *plan);
 /* The algorithm the plan runs ("allreduce_ll", ...), for verbose output. */
 const char *gpucoll_plan_algorithm(const gpucoll_plan_t *plan);
@@ -227,8 +229,9 @@ gpucoll_status_t gpucoll_stream_setup(gpucoll_team_t *team, int can);
  * a team not set up) on every rank alike, and nothing was queued. Another
  * error is this rank's own (its buffers are not device memory of the team's
  * GPU or managed memory; an earlier kernel of the team gave up): nothing
- * was queued, and the peers' kernels of this call give up after
- * timeout_ms. count == 0 queues nothing (success). */
+ * was queued, and the peers' kernels of this call wait for this rank's
+ * (an erroneous program: they end only if it exits, or past the debugging
+ * timeout_ms). count == 0 queues nothing (success). */
 gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *team, const gpucoll_coll_args_t *a, void *stream);
 /* GPUCOLL_SUCCESS, or the error a stream-ordered kernel of the team raised
  * (a peer timeout, the LL flags spent): then every later call fails too.
@@ -295,8 +298,9 @@ gpucoll_status_t gpucoll_hier_connect_cross(gpucoll_hier_t *h, const gpucoll_oob
 /* One line for verbose output: layout and the UCX device path
  * (GPUDirect or staged, from gpucoll_ucx_describe). */
 size_t gpucoll_hier_describe(const gpucoll_hier_t *h, char *buf, size_t len);
-/* Local and never waits on a peer (the UCX group close is bounded; the team
- * waits, bounded, for its peers when its GPU side was set up). NULL is fine. */
+/* Local and never waits on a peer (the UCX group close is bounded; the
+ * node-local team leaves its GPU memory to the watcher until its peers have
+ * left, core/peer_watch.hpp). NULL is fine. */
 void gpucoll_hier_destroy(gpucoll_hier_t *h);
 
 /* Local verdict, no communication: 1 if this rank can run `a` (kinds
@@ -317,8 +321,9 @@ int gpucoll_hier_prepared(const gpucoll_hier_t *h);
 gpucoll_status_t gpucoll_hier_prepare(gpucoll_hier_t *h, const gpucoll_coll_args_t *a);
 void gpucoll_hier_disable(gpucoll_hier_t *h);
 /* Runs an agreed collective. On failure the object is marked broken (its
- * later local_ok is 0) and the error is returned: peers waiting on this rank
- * fail with their own bounded timeouts. */
+ * later local_ok is 0) and the error is returned. Peers waiting on this rank
+ * in UCX end on an endpoint error if it is gone; while it lives they wait
+ * (no bound unless the debugging timeout_ms is set). */
 gpucoll_status_t gpucoll_hier_run(gpucoll_hier_t *h, const gpucoll_coll_args_t *a);
 
 #ifdef __cplusplus

@@ -37,9 +37,6 @@ struct Watch {
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     std::vector<gpucoll_team *> teams;
     std::vector<Leaving> leaving; // teams destroyed by their owner, waiting for their peers to leave
-    // Held while a leaving team is finished (GPU calls), and for good from
-    // the exit handler on: nothing of ours runs under the runtime's teardown.
-    pthread_mutex_t finishing = PTHREAD_MUTEX_INITIALIZER;
     bool started = false, stopping = false;
     pthread_t thread;
 };
@@ -85,10 +82,7 @@ void *watcher(void *)
             if (team_peer_gone(t, 0) >= 0) raise_gone(t);
         std::vector<Leaving> ready = ready_to_finish(w);
         pthread_mutex_unlock(&w.mu);
-        if (ready.empty()) continue;
-        pthread_mutex_lock(&w.finishing); // outside mu: finishing unwatches the team
-        for (const Leaving &l : ready) l.finish(l.t);
-        pthread_mutex_unlock(&w.finishing);
+        for (const Leaving &l : ready) l.finish(l.t); // outside mu: finishing unwatches the team
     }
     return nullptr;
 }

@@ -121,6 +121,18 @@ int shm_attach(ShmWay way, const ShmExchange &r0)
     return fd;
 }
 
+// Presence (core/peer_watch.hpp): this rank's lock on the object mapped
+// through `mfd`, taken before any peer can look (round 2 follows).
+void take_presence(gpucoll_team *t, int mfd, int rank)
+{
+    if (t->presence_fd >= 0) return;
+    t->presence_fd = dup(mfd);
+    if (t->presence_fd >= 0 && !hold_presence(t->presence_fd, rank)) {
+        close(t->presence_fd);
+        t->presence_fd = -1;
+    }
+}
+
 } // namespace
 
 static gpucoll_status_t team_create_body(const gpucoll_oob_t *oob, gpucoll_team_t **out, TeamShm shm)
@@ -148,12 +160,7 @@ static gpucoll_status_t team_create_body(const gpucoll_oob_t *oob, gpucoll_team_
         if (rc == 0 && way == ShmWay::Named && all[0].ok) memcpy(name, all[0].name, sizeof name);
         int mfd = oob->rank == 0 ? fd : rc == 0 && t ? shm_attach(way, all[0]) : -1;
         if (mfd >= 0) map = mmap(nullptr, sizeof(ShmBlock), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-        // Presence (core/peer_watch.hpp): locked before any peer can look.
-        if (map != MAP_FAILED && t && t->presence_fd < 0 && (t->presence_fd = dup(mfd)) >= 0 &&
-            !hold_presence(t->presence_fd, oob->rank)) {
-            close(t->presence_fd);
-            t->presence_fd = -1;
-        }
+        if (map != MAP_FAILED && t) take_presence(t, mfd, oob->rank);
         if (mfd >= 0 && mfd != fd) close(mfd);
         ShmExchange done{};
         done.ok = map != MAP_FAILED && t && t->presence_fd >= 0;

@@ -213,8 +213,8 @@ void ipc_after_call(gpucoll_team *t) noexcept;
 // Waits until the team's kernel number `n` (kernels_launched when it was
 // launched on `stream`) has reported its end in kernels_done. A kernel that
 // faulted reports nothing, so the stream is asked now and then. No deadline
-// of its own: the kernel bounds its waits on peers (timeout_ms) and reports
-// after giving up. In core/team_gpu.cpp.
+// of its own: the kernel ends (and reports) once its peers arrive, or when
+// one is gone (core/peer_watch.hpp). In core/team_gpu.cpp.
 gpucoll_status_t wait_kernel_done(gpucoll_team *t, uint64_t n, gpuStream_t stream);
 
 // The LL area of this rank's scratch, after the two halves (kernels/ll_lines.cuh).
@@ -307,8 +307,8 @@ inline bool queueable(const gpucoll_coll_args_t &a)
 gpucoll_status_t prepare_gpu(gpucoll_team *t, int device, bool can);
 
 // Stream-ordered calls (core/team_stream.cpp): at the team's end, stops
-// its graphs' later kernels from touching it and waits (bounded) for the
-// ones running.
+// its graphs' later kernels from touching it and waits for the ones
+// running (until a peer is gone, or past the debugging timeout_ms).
 void close_stream_calls(gpucoll_team *t);
 
 // Queued calls (core/team_queued.cpp): waits (driving progress) until

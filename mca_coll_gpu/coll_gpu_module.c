@@ -54,14 +54,14 @@ static void gpu_module_destruct(mca_coll_gpu_module_t *m)
 #undef COLL_GPU_RELEASE
     if (m->team) gpucoll_team_destroy(m->team);
     m->team = NULL;
-    /* Waits (bounded) for its enqueued kernels; later launches of graphs
-     * that hold them do nothing. */
+    /* Waits for its enqueued kernels (they end, or stop because a peer is
+     * gone); later launches of graphs that hold them do nothing. */
     if (m->stream_team) gpucoll_team_destroy(m->stream_team);
     m->stream_team = NULL;
     /* Local and bounded: no MPI call (Open MPI 4.1 destroys the module after
      * unselecting it, possibly at different times on different ranks); the
-     * UCX group close never waits on a peer, the node-local team waits at most
-     * timeout_ms for its peers to leave. */
+     * UCX group close never waits on a peer, the node-local team leaves its
+     * GPU memory to the watcher until its peers have left. */
     gpucoll_hier_destroy(m->hier);
     m->hier = NULL;
 }
