@@ -1,11 +1,13 @@
 /* coll/gpu: the C glue between Open MPI's coll framework and the coll/gpu core.
  *
- * Only files in this folder include Open MPI headers. For every collective we
- * install, the entry point (coll_gpu_<collective>.c) looks at where the
- * buffers live: host buffers go straight to the module we displaced (saved in
- * `prev`), device buffers go to the core's peer-to-peer path when the whole
- * communicator agrees, and otherwise through the staged path (copy to host,
- * run the displaced module, copy back). */
+ * Only files in this folder include Open MPI headers. Every collective we
+ * install (coll_gpu_entry_*.c) turns its MPI arguments into one call record
+ * (coll_gpu_call_t) and hands it to coll_gpu_run (coll_gpu_route.c), which
+ * decides in one place where it goes: the core's peer kernels (blocking:
+ * agreed with the peers; nonblocking and persistent: queued), the
+ * hierarchical path, a one-rank copy, the module we displaced (saved in
+ * `prev`) on host buffers, or the staged path (copy to host, run the
+ * displaced module, copy back). */
 #ifndef MCA_COLL_GPU_H
 #define MCA_COLL_GPU_H
 
@@ -60,14 +62,6 @@ COLL_GPU_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
     X(ineighbor_alltoallw) X(neighbor_allgather_init) X(neighbor_allgatherv_init) \
     X(neighbor_alltoall_init) X(neighbor_alltoallv_init) X(neighbor_alltoallw_init)
 
-/* The kinds MPI defines on intercommunicators and that carry data (no
- * scan or exscan; barrier has no buffer): the blocking, nonblocking and
- * persistent slot of each is ours there. */
-#define COLL_GPU_INTER_KINDS(X)                                                    \
-    X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) \
-    X(bcast) X(gather) X(gatherv) X(reduce) X(reduce_scatter)                     \
-    X(reduce_scatter_block) X(scatter) X(scatterv)
-
 typedef struct coll_gpu_prev_t {
 /* The slot's own type: the neighbourhood slots reuse the plain collectives'
  * function types, so no type is named after them. */
@@ -105,6 +99,101 @@ OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
 /* component / module (coll_gpu_module.c) */
 int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_gpu_comm_query(ompi_communicator_t *comm, int *priority);
+
+/* ---- one call, as MPI names it (coll_gpu_call.c) ---------------------------
+ * Every MPI collective kind coll/gpu installs. The first nine are the core's
+ * own (gpucoll_coll_kind_t, same values): what the peer kernels can run. */
+typedef enum coll_gpu_kind {
+    COLL_GPU_ALLREDUCE = GPUCOLL_COLL_ALLREDUCE,
+    COLL_GPU_REDUCE = GPUCOLL_COLL_REDUCE,
+    COLL_GPU_BCAST = GPUCOLL_COLL_BCAST,
+    COLL_GPU_ALLGATHER = GPUCOLL_COLL_ALLGATHER,
+    COLL_GPU_REDUCE_SCATTER_BLOCK = GPUCOLL_COLL_REDUCE_SCATTER_BLOCK,
+    COLL_GPU_ALLTOALL = GPUCOLL_COLL_ALLTOALL,
+    COLL_GPU_ALLGATHERV = GPUCOLL_COLL_ALLGATHERV,
+    COLL_GPU_REDUCE_SCATTER = GPUCOLL_COLL_REDUCE_SCATTER,
+    COLL_GPU_ALLTOALLV = GPUCOLL_COLL_ALLTOALLV,
+    COLL_GPU_ALLTOALLW = GPUCOLL_COLL_KIND_COUNT,
+    COLL_GPU_GATHER,
+    COLL_GPU_GATHERV,
+    COLL_GPU_SCATTER,
+    COLL_GPU_SCATTERV,
+    COLL_GPU_SCAN,
+    COLL_GPU_EXSCAN,
+    COLL_GPU_NEIGHBOR_ALLGATHER,
+    COLL_GPU_NEIGHBOR_ALLGATHERV,
+    COLL_GPU_NEIGHBOR_ALLTOALL,
+    COLL_GPU_NEIGHBOR_ALLTOALLV,
+    COLL_GPU_NEIGHBOR_ALLTOALLW,
+    COLL_GPU_KIND_COUNT
+} coll_gpu_kind_t;
+
+/* What the glue knows of a kind: the one table (coll_gpu_call.c). */
+typedef struct coll_gpu_kind_info {
+    const char *name;
+    bool reduction; /* an op; sdtype == rdtype */
+    bool rooted;
+    bool peer;      /* blocking calls go to the peer kernels (agreed) */
+    bool hier;      /* blocking calls go to the hierarchical path */
+    bool queued;    /* nonblocking and persistent calls go to the peer kernels */
+    bool neighbor;  /* blocks come from the topology's degrees */
+} coll_gpu_kind_info_t;
+const coll_gpu_kind_info_t *coll_gpu_kind_info(coll_gpu_kind_t kind);
+
+/* One call's arguments as the MPI call names them. Counts are per block
+ * (allgather, alltoall: per rank); reductions set sdtype = rdtype and the
+ * count in rcount; bcast's buffer is rbuf; v kinds give the arrays, w kinds
+ * the per-block types (neighbor_alltoallw: MPI_Aint byte displacements). */
+typedef struct coll_gpu_call {
+    coll_gpu_kind_t kind;
+    const void *sbuf;
+    size_t scount;
+    ompi_datatype_t *sdtype;
+    void *rbuf;
+    size_t rcount;
+    ompi_datatype_t *rdtype;
+    ompi_op_t *op;
+    int root;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    const MPI_Aint *sdispls_aint, *rdispls_aint;
+    ompi_datatype_t *const *sdtypes, *const *rdtypes;
+} coll_gpu_call_t;
+
+/* Where one call's buffers are, for this rank (coll_gpu_call.c). */
+typedef struct coll_gpu_where {
+    bool any_device; /* some significant buffer is device memory */
+    bool device_ok;  /* every one is, in a layout the peer kernels take */
+    bool inter, one_rank;
+} coll_gpu_where_t;
+/* Fills *w; an MPI error for arguments MPI does not define here
+ * (MPI_IN_PLACE on an intercommunicator). */
+int coll_gpu_call_where(const coll_gpu_call_t *c, ompi_communicator_t *comm, coll_gpu_where_t *w);
+/* Which of c's buffers this rank's role makes significant (the root's
+ * alone receive gather and reduce, send scatter; on an intercommunicator
+ * MPI_ROOT and MPI_PROC_NULL). */
+typedef struct { bool send, recv; } coll_gpu_roles_t;
+coll_gpu_roles_t coll_gpu_call_roles(const coll_gpu_call_t *c, ompi_communicator_t *comm);
+/* How many blocks each side has: the communicator's size, the remote
+ * group's on an intercommunicator, a neighbourhood's degrees. */
+void coll_gpu_call_blocks(const coll_gpu_call_t *c, ompi_communicator_t *comm, int *sblocks, int *rblocks);
+/* The one mapping of a call of the six block kinds (allreduce, reduce,
+ * bcast, allgather, reduce_scatter_block, alltoall) onto the core's
+ * description: reductions in elements of a mapped type and op, data
+ * movement in bytes of rdtype's layout, from its true lower bound (a send
+ * side in rdtype's layout too: the peer paths take equal layouts only).
+ * False where that layout is not one run of bytes, or the type and op have
+ * no kernel; a->sbuf NULL means in place. */
+bool coll_gpu_call_args(const coll_gpu_call_t *c, ompi_communicator_t *comm, gpucoll_coll_args_t *a);
+/* The displaced module's blocking (request NULL) or nonblocking call
+ * (coll_gpu_call_prev.c); OMPI_ERR_NOT_SUPPORTED where no module below
+ * provides it. */
+int coll_gpu_call_prev(const coll_gpu_call_t *c, ompi_communicator_t *comm, ompi_request_t **request,
+                       const coll_gpu_prev_t *p);
+/* The call on host copies of its device buffers (coll_gpu_call_stage.c). */
+int coll_gpu_call_staged(const coll_gpu_call_t *c, ompi_communicator_t *comm, ompi_request_t **request,
+                         mca_coll_gpu_module_t *m);
+/* A one-rank communicator: the call as a copy on the GPU (coll_gpu_self.c). */
+bool coll_gpu_call_self(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, ompi_request_t **request, int *rc);
 
 /* ---- staging (coll_gpu_stage.c) ------------------------------------------
  * A stage records the device buffers of one call and their host copies. Each
@@ -232,34 +321,23 @@ bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m);
 bool coll_gpu_stream_team_ensure(mca_coll_gpu_module_t *m);
 /* gpucoll_oob_t.progress: Open MPI's progress engine. */
 void coll_gpu_mpi_progress(void);
-bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
-                       size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc);
-
-/* The same for Allgatherv, Reduce_scatter and Alltoallv (kinds
- * GPUCOLL_COLL_ALLGATHERV/REDUCE_SCATTER/ALLTOALLV): counts/displs are the
- * MPI call's (recvcounts/displs; recvcounts; sendcounts/sdispls), and
- * rcounts/rdispls alltoallv's receive side (else NULL). They take the peer
- * path only zero-copy, with a contiguous dtype (or, with op, a mapped one). */
-bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
-                         const int *counts, const int *displs, const int *rcounts, const int *rdispls,
-                         ompi_datatype_t *dtype, ompi_op_t *op, bool device_ok, int *rc);
+/* Blocking calls of the peer kinds (coll_gpu_kind_info(kind)->peer), every
+ * one of them, host buffers or not: each agrees with the peers, so every
+ * rank with a team must come here for each call of those kinds. True if
+ * done (*rc its result); false if every rank stages it. `device_ok`: every
+ * significant buffer of this rank is device memory, in a layout the peer
+ * path takes. The vector kinds (allgatherv, reduce_scatter, alltoallv) take
+ * the peer path only zero-copy, with a contiguous (or, with an op, mapped)
+ * type. */
+bool coll_gpu_team_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bool device_ok, int *rc);
+/* After MPI_Barrier: sets the communicator's GPU path up if every rank can
+ * use it, so that nonblocking and persistent calls made after it can take
+ * the peer kernels. */
+int coll_gpu_team_after_barrier(mca_coll_gpu_module_t *m);
 
 /* ---- nonblocking and persistent calls on the peer kernels (coll_gpu_queued.c)
- * For allreduce, reduce, bcast, allgather, reduce_scatter_block and alltoall
- * (kind), as the MPI call names them: reductions give op, rbuf/rcount/rdtype
- * and sbuf (MPI_IN_PLACE or not); data movement gives both sides (bcast:
- * rbuf only; allgather/alltoall: per-rank block counts). */
-typedef struct coll_gpu_call {
-    gpucoll_coll_kind_t kind;
-    const void *sbuf;
-    size_t scount;
-    ompi_datatype_t *sdtype;
-    void *rbuf;
-    size_t rcount;
-    ompi_datatype_t *rdtype;
-    ompi_op_t *op;
-    int root;
-} coll_gpu_call_t;
+ * For the queued kinds (coll_gpu_kind_info(kind)->queued): allreduce,
+ * reduce, bcast, allgather, reduce_scatter_block and alltoall. */
 /* Whether `c` runs on the peer kernels without agreement: false if every
  * rank stages it; true with *q (run it with start/test) or with *rc an
  * error of this rank. Every rank of a communicator whose GPU path is set up
@@ -276,6 +354,27 @@ void coll_gpu_queued_free(coll_gpu_queued_t *q);
  * false if every rank stages it instead. */
 bool coll_gpu_queued_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, ompi_request_t **request, int *rc);
 
+/* ---- the route (coll_gpu_route.c) ------------------------------------------
+ * The one place that decides where a call goes, and runs it there: blocking
+ * (request NULL) or nonblocking (*request set on success). */
+int coll_gpu_run(mca_coll_gpu_module_t *m, ompi_communicator_t *comm, const coll_gpu_call_t *c,
+                 ompi_request_t **request);
+/* One start of a persistent request `persistent` recording `c`: the queued
+ * route through coll_gpu_persistent_queued, any other with *request set to
+ * the nonblocking call's request. Success with *request NULL: the queued
+ * route took it (and watches `persistent`). */
+int coll_gpu_run_start(mca_coll_gpu_module_t *m, ompi_communicator_t *comm, const coll_gpu_call_t *c,
+                       ompi_request_t **request, coll_gpu_request_t *persistent);
+
+/* ---- persistent collectives (coll_gpu_persistent.c) ----------------------- */
+/* A persistent request recording `c` (*_init): inactive and complete. */
+int coll_gpu_persistent_new(mca_coll_gpu_module_t *m, ompi_communicator_t *comm, const coll_gpu_call_t *c,
+                            ompi_request_t **request);
+/* The queued route of one start: plans `c` for the peer kernels at the first
+ * start that can (kept with the request), launches it and watches it on
+ * `r`. False if every rank stages it; true with *rc otherwise. */
+bool coll_gpu_persistent_queued(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, coll_gpu_request_t *r, int *rc);
+
 /* ---- the hierarchical path across nodes (coll_gpu_hier.c) -----------------
  * coll_gpu_hier_wanted: at module enable, local (no communication): whether
  * the communicator spans real or virtual nodes and may get the hierarchical
@@ -285,8 +384,7 @@ bool coll_gpu_queued_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, omp
  * (collective), and each call agrees with all ranks through the displaced
  * allreduce before running anything. */
 bool coll_gpu_hier_wanted(mca_coll_gpu_module_t *m);
-bool coll_gpu_hier_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
-                       size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc);
+bool coll_gpu_hier_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bool device_ok, int *rc);
 
 /* ---- datatype/op mapping (coll_gpu_dtype.c) ------------------------------ */
 gpucoll_dtype_t coll_gpu_map_dtype(ompi_datatype_t *dtype);
@@ -307,288 +405,17 @@ int coll_gpu_ext_op_kind(void *fn, int bf16);
 /* Prints the core's last error and returns the MPI error class for `status`. */
 int coll_gpu_error(gpucoll_status_t status, const char *what);
 
-/* ---- the collectives ------------------------------------------------------ */
-/* MPI_Barrier: the displaced barrier, then the communicator's GPU path set
- * up if every rank uses its GPU (gpucoll_team_prepare), so that nonblocking
- * and persistent collectives made after it can take the GPU. */
-int mca_coll_gpu_barrier(ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                           ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                            ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op, int root,
-                        ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op, int root,
-                         ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce_local(const void *inbuf, void *inoutbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                              mca_coll_base_module_t *module);
-int mca_coll_gpu_bcast(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
-                       mca_coll_base_module_t *module);
-int mca_coll_gpu_ibcast(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
-                        ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                           ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
-                            mca_coll_base_module_t *module);
-int mca_coll_gpu_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                            const int *displs, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                            mca_coll_base_module_t *module);
-int mca_coll_gpu_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                             const int *displs, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                             ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_gather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                        ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_igather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                         ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_request_t **request,
-                         mca_coll_base_module_t *module);
-int mca_coll_gpu_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                         const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                         mca_coll_base_module_t *module);
-int mca_coll_gpu_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                          const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                          ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_scatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                         ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                          ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_request_t **request,
-                          mca_coll_base_module_t *module);
-int mca_coll_gpu_scatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
-                          void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                          mca_coll_base_module_t *module);
-int mca_coll_gpu_iscatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
-                           void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                           ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                          ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ialltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                           ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
-                           mca_coll_base_module_t *module);
-int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
-                           void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
-                           ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
-                            void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
-                            ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                           ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
-                           ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                            ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
-                            ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm, ompi_request_t **request,
-                            mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
-                                ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
-                                 ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
-                                 mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
-                                      ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
-                                       ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
-                                       mca_coll_base_module_t *module);
-int mca_coll_gpu_scan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                      ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                       ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_exscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                        ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iexscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                         ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-
-/* Neighbourhood collectives (coll_gpu_neighbor.c): device buffers always go
- * through host memory, the displaced module does the rest. */
-int mca_coll_gpu_neighbor_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                    ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                                    mca_coll_base_module_t *module);
-int mca_coll_gpu_ineighbor_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                     ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
-                                     mca_coll_base_module_t *module);
-int mca_coll_gpu_neighbor_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                                     const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
-                                     ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ineighbor_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                                      const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
-                                      ompi_communicator_t *comm, ompi_request_t **request,
-                                      mca_coll_base_module_t *module);
-int mca_coll_gpu_neighbor_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                   ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                                   mca_coll_base_module_t *module);
-int mca_coll_gpu_ineighbor_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                    ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
-                                    mca_coll_base_module_t *module);
-int mca_coll_gpu_neighbor_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
-                                    ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdispls,
-                                    ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                                    mca_coll_base_module_t *module);
-int mca_coll_gpu_ineighbor_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
-                                     ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdispls,
-                                     ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
-                                     mca_coll_base_module_t *module);
-int mca_coll_gpu_neighbor_alltoallw(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
-                                    ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
-                                    const MPI_Aint *rdispls, ompi_datatype_t *const *rdtypes,
-                                    ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ineighbor_alltoallw(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
-                                     ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
-                                     const MPI_Aint *rdispls, ompi_datatype_t *const *rdtypes,
-                                     ompi_communicator_t *comm, ompi_request_t **request,
-                                     mca_coll_base_module_t *module);
-
-/* Intercommunicators (coll_gpu_inter.c): device buffers staged, no peer kernel. */
-int mca_coll_gpu_inter_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                 ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                  ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
-                                  mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_allgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                                  const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
-                                  ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_iallgatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                                   const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
-                                   ompi_communicator_t *comm, ompi_request_t **request,
-                                   mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                                 ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                                  ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_ialltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                 ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
-                                 mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
-                                 void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
-                                 ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
-                                  void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
-                                  ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                                 ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
-                                 ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm,
-                                 mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                                  ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
-                                  ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm,
-                                  ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_bcast(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
-                             mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_ibcast(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
-                              ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_gather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                              ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                              mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_igather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                               ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_request_t **request,
-                               mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                               const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                               mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                                const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                                ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                              int root, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                               int root, ompi_communicator_t *comm, ompi_request_t **request,
-                               mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
-                                      ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
-                                       ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
-                                       mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
-                                            ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
-                                             ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
-                                             mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_scatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                               ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                               mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                                ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_scatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
-                                void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                                mca_coll_base_module_t *module);
-int mca_coll_gpu_inter_iscatterv(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
-                                 void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                                 ompi_request_t **request, mca_coll_base_module_t *module);
+/* ---- the entry points (coll_gpu_entry_*.c) ---------------------------------
+ * Each installs ours in the module's slots: on an intercommunicator only the
+ * kinds MPI defines there with data (no scan, exscan, barrier, reduce_local
+ * or neighbourhood collectives). */
+void coll_gpu_entries_install_reductions(mca_coll_base_module_t *module, bool inter);
+void coll_gpu_entries_install_movement(mca_coll_base_module_t *module);
+void coll_gpu_entries_install_neighbor(mca_coll_base_module_t *module);
+/* Our module on `comm` (an intracommunicator), or NULL where coll/gpu does
+ * not serve its collectives. */
+mca_coll_gpu_module_t *coll_gpu_module_of(ompi_communicator_t *comm);
 
 END_C_DECLS
-
-/* ---- persistent collectives (coll_gpu_persistent.c): each MPI_Start runs
- * the nonblocking collective above on the arguments *_init recorded. ------ */
-int mca_coll_gpu_allreduce_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                                ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
-                                mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                             int root, ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
-                             mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
-                                     ompi_op_t *op, ompi_communicator_t *comm, ompi_info_t *info,
-                                     ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
-                                           ompi_op_t *op, ompi_communicator_t *comm, ompi_info_t *info,
-                                           ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_scan_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                           ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
-                           mca_coll_base_module_t *module);
-int mca_coll_gpu_exscan_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, ompi_op_t *op,
-                             ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
-                             mca_coll_base_module_t *module);
-int mca_coll_gpu_bcast_init(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_communicator_t *comm,
-                            ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_allgather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_info_t *info,
-                                ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_allgatherv_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                                 const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
-                                 ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
-                                 mca_coll_base_module_t *module);
-int mca_coll_gpu_alltoall_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                               ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_info_t *info,
-                               ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls, ompi_datatype_t *sdtype,
-                                void *rbuf, const int *rcounts, const int *rdispls, ompi_datatype_t *rdtype,
-                                ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
-                                mca_coll_base_module_t *module);
-int mca_coll_gpu_gather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                             ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_info_t *info,
-                             ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_gatherv_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                              const int *displs, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                              ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_scatter_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                              ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_info_t *info,
-                              ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_scatterv_init(const void *sbuf, const int *scounts, const int *displs, ompi_datatype_t *sdtype,
-                               void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
-                               ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
-
-int mca_coll_gpu_alltoallw_init(const void *sbuf, const int *scounts, const int *sdispls,
-                                ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
-                                ompi_datatype_t *const *rdtypes, ompi_communicator_t *comm, ompi_info_t *info,
-                                ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_neighbor_allgather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                                         int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                                         ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_neighbor_allgatherv_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                                          const int *rcounts, const int *displs, ompi_datatype_t *rdtype,
-                                          ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
-                                          mca_coll_base_module_t *module);
-int mca_coll_gpu_neighbor_alltoall_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
-                                        int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                                        ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_neighbor_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls,
-                                         ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                                         const int *rdispls, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
-                                         ompi_info_t *info, ompi_request_t **request,
-                                         mca_coll_base_module_t *module);
-int mca_coll_gpu_neighbor_alltoallw_init(const void *sbuf, const int *scounts, const MPI_Aint *sdispls,
-                                         ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
-                                         const MPI_Aint *rdispls, ompi_datatype_t *const *rdtypes,
-                                         ompi_communicator_t *comm, ompi_info_t *info, ompi_request_t **request,
-                                         mca_coll_base_module_t *module);
 
 #endif

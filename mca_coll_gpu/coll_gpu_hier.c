@@ -304,19 +304,14 @@ static int hier_agree(mca_coll_gpu_module_t *m, int ok, int *all)
     return m->prev.allreduce(&ok, all, 1, MPI_INT, MPI_MIN, m->comm, m->prev.allreduce_module);
 }
 
-bool coll_gpu_hier_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
-                       size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc)
+bool coll_gpu_hier_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bool device_ok, int *rc)
 {
     /* Every rank passes the same count and type signature, so skipping empty
      * and small calls is a shared decision (and costs them no agreement). */
-    size_t bytes = count * dtype->super.size;
+    const size_t bytes = c->rcount * c->rdtype->super.size;
     if (bytes == 0 || bytes < mca_coll_gpu_component.config.hier_min_bytes || !hier_ensure(m)) return false;
-    size_t blocks = kind == GPUCOLL_COLL_ALLGATHER ? (size_t)ompi_comm_size(m->comm) : 1;
-    gpucoll_coll_args_t a = {.kind = kind, .dtype = GPUCOLL_UINT8, .op = GPUCOLL_OP_NONE, .root = root};
-    ptrdiff_t first = 0;
-    a.local_ok = device_ok && !m->force_staged && coll_gpu_layout(dtype, count, blocks, op, &a, &first);
-    a.sbuf = sbuf == MPI_IN_PLACE ? NULL : (const char *)sbuf + first;
-    a.rbuf = rbuf == NULL ? NULL : (char *)rbuf + first;
+    gpucoll_coll_args_t a;
+    a.local_ok = coll_gpu_call_args(c, m->comm, &a) && device_ok && !m->force_staged;
     int ok = a.local_ok && gpucoll_hier_local_ok(m->hier, &a), all;
     int err = hier_agree(m, ok, &all);
     if (err != OMPI_SUCCESS) {
@@ -348,7 +343,7 @@ bool coll_gpu_hier_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const
         *rc = coll_gpu_error(st, "hierarchical collective");
         return true;
     }
-    COLL_GPU_VERBOSE(20, "%s: collective %d on %zu elements ran hierarchically", m->comm->c_name, (int)kind, a.count);
+    COLL_GPU_VERBOSE(20, "%s: collective %d on %zu elements ran hierarchically", m->comm->c_name, (int)a.kind, a.count);
     *rc = OMPI_SUCCESS;
     return true;
 }

@@ -86,21 +86,13 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(ompi_communicator_t *comm, int *
     *priority = mca_coll_gpu_component.priority;
     m->super.coll_module_enable = gpu_module_enable;
     m->super.coll_module_disable = gpu_module_disable;
-    if (OMPI_COMM_IS_INTER(comm)) {
-        /* Staging only; the slots left empty (barrier: no buffer) stay
-         * with the modules below. The persistent forms are shared: they
-         * start the nonblocking calls of their communicator's kind. */
-#define COLL_GPU_INSTALL_INTER(name)                           \
-        m->super.coll_##name = mca_coll_gpu_inter_##name;      \
-        m->super.coll_i##name = mca_coll_gpu_inter_i##name;    \
-        m->super.coll_##name##_init = mca_coll_gpu_##name##_init;
-        COLL_GPU_INTER_KINDS(COLL_GPU_INSTALL_INTER)
-#undef COLL_GPU_INSTALL_INTER
-        return &m->super;
-    }
-#define COLL_GPU_INSTALL(name) m->super.coll_##name = mca_coll_gpu_##name;
-    COLL_GPU_WRAPPED(COLL_GPU_INSTALL)
-#undef COLL_GPU_INSTALL
+    /* On an intercommunicator the kinds MPI defines there with data (no
+     * scan, exscan, barrier or neighbourhood collectives): those slots stay
+     * with the modules below. */
+    const bool inter = OMPI_COMM_IS_INTER(comm);
+    coll_gpu_entries_install_reductions(&m->super, inter);
+    coll_gpu_entries_install_movement(&m->super);
+    if (!inter) coll_gpu_entries_install_neighbor(&m->super);
     return &m->super;
 }
 

@@ -119,7 +119,7 @@ bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bo
     if (m->team == NULL) return false;
     const int rank = ompi_comm_rank(m->comm), size = ompi_comm_size(m->comm);
     const bool in_place = c->sbuf == MPI_IN_PLACE;
-    gpucoll_coll_args_t a = {.kind = c->kind, .root = c->root, .local_ok = 1};
+    gpucoll_coll_args_t a = {.kind = (gpucoll_coll_kind_t)c->kind, .root = c->root, .local_ok = 1};
     coll_gpu_queued_t *q = calloc(1, sizeof *q);
     if (q == NULL) {
         *rc = coll_gpu_error(GPUCOLL_ERR_NO_MEMORY, "planning a nonblocking collective");
@@ -135,12 +135,12 @@ bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bo
         a.dtype = GPUCOLL_UINT8;
         a.op = GPUCOLL_OP_NONE;
         a.count = c->rcount * c->rdtype->super.size;
-        size_t blocks = c->kind == GPUCOLL_COLL_BCAST ? 1 : (size_t)size;
+        size_t blocks = c->kind == COLL_GPU_BCAST ? 1 : (size_t)size;
         bool root = rank == c->root;
-        if (c->kind == GPUCOLL_COLL_BCAST) {
+        if (c->kind == COLL_GPU_BCAST) {
             a.rbuf = a.count ? side(q, c->rbuf, c->rcount, c->rdtype, root, !root, &failed) : NULL;
         } else {
-            size_t sblocks = c->kind == GPUCOLL_COLL_ALLTOALL ? (size_t)size : 1;
+            size_t sblocks = c->kind == COLL_GPU_ALLTOALL ? (size_t)size : 1;
             if (!in_place && a.count)
                 a.sbuf = side(q, (void *)c->sbuf, c->scount * sblocks, c->sdtype, true, false, &failed);
             if (a.count) a.rbuf = side(q, c->rbuf, c->rcount * blocks, c->rdtype, in_place, true, &failed);

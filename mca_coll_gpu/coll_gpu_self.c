@@ -47,3 +47,52 @@ bool coll_gpu_self_copy(mca_coll_gpu_module_t *m, const void *sbuf, size_t scoun
     COLL_GPU_VERBOSE(50, "%s: one-rank collective on the GPU", comm->c_name);
     return true;
 }
+
+static const char *displaced(const void *buf, ompi_datatype_t *dtype, int n)
+{
+    return (const char *)buf + coll_gpu_extent_of(dtype, n);
+}
+
+bool coll_gpu_call_self(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, ompi_request_t **request, int *rc)
+{
+    /* What moves on one rank: block 0 of the send side into block 0 of the
+     * receive side (in place: nothing). */
+    const bool ip = c->sbuf == MPI_IN_PLACE;
+    const void *s = c->sbuf;
+    void *r = c->rbuf;
+    size_t sn = c->scount, rn = c->rcount;
+    ompi_datatype_t *sd = c->sdtype, *rd = c->rdtype;
+    switch (c->kind) {
+    case COLL_GPU_BCAST: s = MPI_IN_PLACE; break;
+    case COLL_GPU_EXSCAN: sn = 0; break; /* rank 0's result is undefined */
+    case COLL_GPU_ALLREDUCE: case COLL_GPU_REDUCE: case COLL_GPU_SCAN: case COLL_GPU_REDUCE_SCATTER_BLOCK:
+        sn = c->rcount;
+        break;
+    case COLL_GPU_REDUCE_SCATTER: sn = rn = (size_t)c->rcounts[0]; break;
+    case COLL_GPU_ALLGATHERV: case COLL_GPU_GATHERV:
+        r = (void *)displaced(c->rbuf, rd, c->rdispls[0]);
+        rn = (size_t)c->rcounts[0];
+        break;
+    case COLL_GPU_SCATTERV:
+        s = displaced(c->sbuf, sd, c->sdispls[0]);
+        sn = (size_t)c->scounts[0];
+        break;
+    case COLL_GPU_ALLTOALLV:
+        s = ip ? s : displaced(c->sbuf, sd, c->sdispls[0]);
+        sn = ip ? 0 : (size_t)c->scounts[0];
+        r = (void *)displaced(c->rbuf, rd, c->rdispls[0]);
+        rn = (size_t)c->rcounts[0];
+        break;
+    case COLL_GPU_ALLTOALLW:
+        s = ip ? s : (const char *)c->sbuf + c->sdispls[0];
+        sn = ip ? 0 : (size_t)c->scounts[0];
+        sd = ip ? c->rdtypes[0] : c->sdtypes[0];
+        r = (char *)c->rbuf + c->rdispls[0];
+        rn = (size_t)c->rcounts[0];
+        rd = c->rdtypes[0];
+        break;
+    default: break;
+    }
+    if (ip) sd = rd;
+    return coll_gpu_self_copy(m, s, sn, sd, r, rn, rd, request, rc);
+}

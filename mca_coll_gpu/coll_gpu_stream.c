@@ -27,14 +27,6 @@ static int mpi_class(gpucoll_status_t st, const char *what)
     }
 }
 
-/* Our module on `comm`, or NULL where coll/gpu does not serve it. */
-static mca_coll_gpu_module_t *module_of(ompi_communicator_t *comm)
-{
-    if (comm == NULL || comm == MPI_COMM_NULL || comm->c_coll == NULL || OMPI_COMM_IS_INTER(comm)) return NULL;
-    if (comm->c_coll->coll_allreduce != mca_coll_gpu_allreduce) return NULL;
-    return COLL_GPU_MODULE(comm->c_coll->coll_allreduce_module);
-}
-
 /* The stream team, built at the first call that needs it. Collective; must
  * not run while `stream` is captured (the caller checks). */
 static bool stream_team(mca_coll_gpu_module_t *m)
@@ -47,7 +39,7 @@ COLL_GPU_EXPORT int coll_gpu_impl_stream_init(MPI_Comm comm);
 COLL_GPU_EXPORT int coll_gpu_impl_stream_init(MPI_Comm comm)
 {
     if (comm == NULL || comm == MPI_COMM_NULL) return MPI_ERR_COMM;
-    mca_coll_gpu_module_t *m = module_of(comm);
+    mca_coll_gpu_module_t *m = coll_gpu_module_of(comm);
     bool ready = stream_team(m);
     COLL_GPU_VERBOSE(10, "%s: stream-ordered collectives %s", comm->c_name,
                      ready ? "run on the GPU" : "synchronise and run as ordinary collectives");
@@ -57,27 +49,26 @@ COLL_GPU_EXPORT int coll_gpu_impl_stream_init(MPI_Comm comm)
 COLL_GPU_EXPORT int coll_gpu_impl_stream_status(MPI_Comm comm);
 COLL_GPU_EXPORT int coll_gpu_impl_stream_status(MPI_Comm comm)
 {
-    mca_coll_gpu_module_t *m = module_of(comm);
+    mca_coll_gpu_module_t *m = coll_gpu_module_of(comm);
     if (m == NULL || m->stream_team == NULL) return MPI_SUCCESS;
     return mpi_class(gpucoll_stream_status(m->stream_team), "an enqueued collective");
 }
 
-/* What each enqueued kind's arguments mean, by MPI's rules for its blocking
+/* What each enqueued kind's arguments mean beyond the kind table
+ * (coll_gpu_kind_info: reduction, rooted), by MPI's rules for its blocking
  * call: the one table the argument checks follow. */
 static const struct {
-    bool reduction;     /* an op, and a type MPI defines it on */
-    bool rooted;        /* a root */
     bool has_send;      /* a send buffer (MPI_IN_PLACE allowed) */
     bool own_send_type; /* sendcount / sendtype of its own */
     bool root_only;     /* the receive buffer matters, and MPI_IN_PLACE is allowed, at the root only */
     bool recv_per_rank; /* the receive buffer holds count elements per rank */
-} kind_rules[GPUCOLL_COLL_ALLTOALL + 1] = {
-    [GPUCOLL_COLL_ALLREDUCE] = {.reduction = true, .has_send = true},
-    [GPUCOLL_COLL_REDUCE] = {.reduction = true, .rooted = true, .has_send = true, .root_only = true},
-    [GPUCOLL_COLL_BCAST] = {.rooted = true},
-    [GPUCOLL_COLL_ALLGATHER] = {.has_send = true, .own_send_type = true, .recv_per_rank = true},
-    [GPUCOLL_COLL_REDUCE_SCATTER_BLOCK] = {.reduction = true, .has_send = true},
-    [GPUCOLL_COLL_ALLTOALL] = {.has_send = true, .own_send_type = true, .recv_per_rank = true},
+} kind_rules[COLL_GPU_ALLTOALL + 1] = {
+    [COLL_GPU_ALLREDUCE] = {.has_send = true},
+    [COLL_GPU_REDUCE] = {.has_send = true, .root_only = true},
+    [COLL_GPU_BCAST] = {0},
+    [COLL_GPU_ALLGATHER] = {.has_send = true, .own_send_type = true, .recv_per_rank = true},
+    [COLL_GPU_REDUCE_SCATTER_BLOCK] = {.has_send = true},
+    [COLL_GPU_ALLTOALL] = {.has_send = true, .own_send_type = true, .recv_per_rank = true},
 };
 
 static int check_type(ompi_datatype_t *dtype, int count)
@@ -126,7 +117,7 @@ static int check_args(const coll_gpu_call_t *c, int count, ompi_communicator_t *
     if (kind_rules[c->kind].own_send_type && c->sbuf != MPI_IN_PLACE &&
         (rc = check_type(c->sdtype, (int)c->scount)) != MPI_SUCCESS)
         return rc;
-    if (kind_rules[c->kind].reduction) {
+    if (coll_gpu_kind_info(c->kind)->reduction) {
         char *msg = NULL;
         if (c->op == NULL || c->op == MPI_OP_NULL) return MPI_ERR_OP;
         if (!ompi_op_is_valid(c->op, c->rdtype, &msg, "an enqueued collective")) {
@@ -135,7 +126,7 @@ static int check_args(const coll_gpu_call_t *c, int count, ompi_communicator_t *
             return MPI_ERR_OP;
         }
     }
-    if (kind_rules[c->kind].rooted && !OMPI_COMM_IS_INTER(comm) && (c->root < 0 || c->root >= ompi_comm_size(comm)))
+    if (coll_gpu_kind_info(c->kind)->rooted && !OMPI_COMM_IS_INTER(comm) && (c->root < 0 || c->root >= ompi_comm_size(comm)))
         return MPI_ERR_ROOT;
     return check_buffers(c, count, comm);
 }
@@ -158,14 +149,14 @@ static int run_ordinary(const coll_gpu_call_t *c, MPI_Comm comm, int count, void
     gpucoll_status_t st = gpucoll_stream_synchronize(stream);
     if (st != GPUCOLL_SUCCESS) return mpi_class(st, "an enqueued collective's fallback");
     switch (c->kind) {
-    case GPUCOLL_COLL_ALLREDUCE: return MPI_Allreduce(c->sbuf, c->rbuf, count, c->rdtype, c->op, comm);
-    case GPUCOLL_COLL_REDUCE: return MPI_Reduce(c->sbuf, c->rbuf, count, c->rdtype, c->op, c->root, comm);
-    case GPUCOLL_COLL_BCAST: return MPI_Bcast(c->rbuf, count, c->rdtype, c->root, comm);
-    case GPUCOLL_COLL_ALLGATHER:
+    case COLL_GPU_ALLREDUCE: return MPI_Allreduce(c->sbuf, c->rbuf, count, c->rdtype, c->op, comm);
+    case COLL_GPU_REDUCE: return MPI_Reduce(c->sbuf, c->rbuf, count, c->rdtype, c->op, c->root, comm);
+    case COLL_GPU_BCAST: return MPI_Bcast(c->rbuf, count, c->rdtype, c->root, comm);
+    case COLL_GPU_ALLGATHER:
         return MPI_Allgather(c->sbuf, (int)c->scount, c->sdtype, c->rbuf, count, c->rdtype, comm);
-    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
+    case COLL_GPU_REDUCE_SCATTER_BLOCK:
         return MPI_Reduce_scatter_block(c->sbuf, c->rbuf, count, c->rdtype, c->op, comm);
-    case GPUCOLL_COLL_ALLTOALL:
+    case COLL_GPU_ALLTOALL:
         return MPI_Alltoall(c->sbuf, (int)c->scount, c->sdtype, c->rbuf, count, c->rdtype, comm);
     default: return MPI_ERR_INTERN;
     }
@@ -176,7 +167,7 @@ static int run_ordinary(const coll_gpu_call_t *c, MPI_Comm comm, int count, void
 static bool self_copy(const coll_gpu_call_t *c, int *rc, void *stream)
 {
     *rc = MPI_SUCCESS;
-    if (c->kind == GPUCOLL_COLL_BCAST || c->sbuf == MPI_IN_PLACE) return true; /* nothing moves */
+    if (c->kind == COLL_GPU_BCAST || c->sbuf == MPI_IN_PLACE) return true; /* nothing moves */
     const void *src, *dst;
     if (!byte_run(c->sbuf, c->scount, c->sdtype, &src) || !byte_run(c->rbuf, c->rcount, c->rdtype, &dst))
         return false;
@@ -195,14 +186,14 @@ static int enqueue(const coll_gpu_call_t *c, int count, MPI_Comm comm, void *str
     const int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
     const size_t bytes = (size_t)count * c->rdtype->super.size;
     if (bytes == 0) return MPI_SUCCESS; /* alike on every rank (MPI's type signature rule) */
-    mca_coll_gpu_module_t *m = module_of(comm);
+    mca_coll_gpu_module_t *m = coll_gpu_module_of(comm);
     if (size == 1 && self_copy(c, &rc, stream)) return rc;
     /* Built outside a capture only: the set-up allocates and synchronises.
      * Once built, the core alone asks about the capture (once per call). */
     bool gpu = m != NULL && /* force_staged: the set-up fails on every rank */
                (m->stream_tried ? m->stream_team != NULL : gpucoll_stream_capturing(stream) == 0 && stream_team(m));
     if (gpu) {
-        gpucoll_coll_args_t a = {.kind = c->kind, .root = c->root, .local_ok = 1};
+        gpucoll_coll_args_t a = {.kind = (gpucoll_coll_kind_t)c->kind, .root = c->root, .local_ok = 1};
         ptrdiff_t first;
         if (c->op != NULL) {
             /* Reductions: the same predefined type and op on every rank. */
@@ -213,11 +204,11 @@ static int enqueue(const coll_gpu_call_t *c, int count, MPI_Comm comm, void *str
             a.dtype = GPUCOLL_UINT8;
             a.op = GPUCOLL_OP_NONE;
             a.count = bytes;
-            const size_t rblocks = c->kind == GPUCOLL_COLL_BCAST ? 1 : (size_t)size;
-            const size_t sblocks = c->kind == GPUCOLL_COLL_ALLTOALL ? (size_t)size : 1;
+            const size_t rblocks = c->kind == COLL_GPU_BCAST ? 1 : (size_t)size;
+            const size_t sblocks = c->kind == COLL_GPU_ALLTOALL ? (size_t)size : 1;
             const void *r = NULL, *s = NULL;
             if (!byte_run(c->rbuf, c->rcount * rblocks, c->rdtype, &r) ||
-                (c->kind != GPUCOLL_COLL_BCAST && c->sbuf != MPI_IN_PLACE &&
+                (c->kind != COLL_GPU_BCAST && c->sbuf != MPI_IN_PLACE &&
                  !byte_run(c->sbuf, c->scount * sblocks, c->sdtype, &s))) {
                 opal_output(0, "coll:gpu: rank %d: %s: an enqueued collective moves datatypes that are one run of "
                             "bytes only; the other ranks' kernels will give up on this one",
@@ -256,8 +247,8 @@ COLL_GPU_EXPORT int coll_gpu_impl_allreduce_enqueue(const void *sendbuf, void *r
 COLL_GPU_EXPORT int coll_gpu_impl_allreduce_enqueue(const void *sendbuf, void *recvbuf, int count,
                                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, void *stream)
 {
-    coll_gpu_call_t c = {GPUCOLL_COLL_ALLREDUCE, sendbuf, (size_t)count, datatype, recvbuf, (size_t)count,
-                         datatype, op, 0};
+    coll_gpu_call_t c = {.kind = COLL_GPU_ALLREDUCE, .sbuf = sendbuf, .scount = (size_t)count, .sdtype = datatype,
+                         .rbuf = recvbuf, .rcount = (size_t)count, .rdtype = datatype, .op = op};
     return enqueue(&c, count, comm, stream);
 }
 
@@ -266,8 +257,8 @@ COLL_GPU_EXPORT int coll_gpu_impl_reduce_enqueue(const void *sendbuf, void *recv
 COLL_GPU_EXPORT int coll_gpu_impl_reduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                                                  MPI_Op op, int root, MPI_Comm comm, void *stream)
 {
-    coll_gpu_call_t c = {GPUCOLL_COLL_REDUCE, sendbuf, (size_t)count, datatype, recvbuf, (size_t)count,
-                         datatype, op, root};
+    coll_gpu_call_t c = {.kind = COLL_GPU_REDUCE, .sbuf = sendbuf, .scount = (size_t)count, .sdtype = datatype,
+                         .rbuf = recvbuf, .rcount = (size_t)count, .rdtype = datatype, .op = op, .root = root};
     return enqueue(&c, count, comm, stream);
 }
 
@@ -276,7 +267,8 @@ COLL_GPU_EXPORT int coll_gpu_impl_bcast_enqueue(void *buffer, int count, MPI_Dat
 COLL_GPU_EXPORT int coll_gpu_impl_bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root,
                                                 MPI_Comm comm, void *stream)
 {
-    coll_gpu_call_t c = {GPUCOLL_COLL_BCAST, NULL, 0, NULL, buffer, (size_t)count, datatype, NULL, root};
+    coll_gpu_call_t c = {.kind = COLL_GPU_BCAST, .rbuf = buffer, .rcount = (size_t)count, .rdtype = datatype,
+                         .root = root};
     return enqueue(&c, count, comm, stream);
 }
 
@@ -287,8 +279,8 @@ COLL_GPU_EXPORT int coll_gpu_impl_allgather_enqueue(const void *sendbuf, int sen
                                                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                                     MPI_Comm comm, void *stream)
 {
-    coll_gpu_call_t c = {GPUCOLL_COLL_ALLGATHER, sendbuf, (size_t)sendcount, sendtype, recvbuf, (size_t)recvcount,
-                         recvtype, NULL, 0};
+    coll_gpu_call_t c = {.kind = COLL_GPU_ALLGATHER, .sbuf = sendbuf, .scount = (size_t)sendcount, .sdtype = sendtype,
+                         .rbuf = recvbuf, .rcount = (size_t)recvcount, .rdtype = recvtype};
     if (sendbuf == MPI_IN_PLACE) c.sdtype = NULL;
     return enqueue(&c, recvcount, comm, stream);
 }
@@ -300,8 +292,9 @@ COLL_GPU_EXPORT int coll_gpu_impl_reduce_scatter_block_enqueue(const void *sendb
                                                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                                                void *stream)
 {
-    coll_gpu_call_t c = {GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, sendbuf, (size_t)recvcount, datatype, recvbuf,
-                         (size_t)recvcount, datatype, op, 0};
+    coll_gpu_call_t c = {.kind = COLL_GPU_REDUCE_SCATTER_BLOCK, .sbuf = sendbuf, .scount = (size_t)recvcount,
+                         .sdtype = datatype, .rbuf = recvbuf, .rcount = (size_t)recvcount, .rdtype = datatype,
+                         .op = op};
     return enqueue(&c, recvcount, comm, stream);
 }
 
@@ -312,8 +305,8 @@ COLL_GPU_EXPORT int coll_gpu_impl_alltoall_enqueue(const void *sendbuf, int send
                                                    void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                                    MPI_Comm comm, void *stream)
 {
-    coll_gpu_call_t c = {GPUCOLL_COLL_ALLTOALL, sendbuf, (size_t)sendcount, sendtype, recvbuf, (size_t)recvcount,
-                         recvtype, NULL, 0};
+    coll_gpu_call_t c = {.kind = COLL_GPU_ALLTOALL, .sbuf = sendbuf, .scount = (size_t)sendcount, .sdtype = sendtype,
+                         .rbuf = recvbuf, .rcount = (size_t)recvcount, .rdtype = recvtype};
     if (sendbuf == MPI_IN_PLACE) c.sdtype = NULL;
     return enqueue(&c, recvcount, comm, stream);
 }

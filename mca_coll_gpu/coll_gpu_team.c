@@ -18,22 +18,17 @@ static bool run_on_team(mca_coll_gpu_module_t *m, const gpucoll_coll_args_t *a, 
     return true;
 }
 
-bool coll_gpu_team_try(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
-                       size_t count, ompi_datatype_t *dtype, ompi_op_t *op, int root, bool device_ok, int *rc)
+/* Allreduce, reduce, bcast, allgather, reduce_scatter_block, alltoall. */
+static bool team_try_blocks(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bool device_ok, int *rc)
 {
-    if (!coll_gpu_team_ensure(m)) return false;
-    size_t blocks = kind == GPUCOLL_COLL_ALLGATHER || kind == GPUCOLL_COLL_ALLTOALL ? (size_t)ompi_comm_size(m->comm) : 1;
-    gpucoll_coll_args_t a = {.kind = kind, .dtype = GPUCOLL_UINT8, .op = GPUCOLL_OP_NONE, .root = root};
-    ptrdiff_t first = 0;
-    bool layout = coll_gpu_layout(dtype, count, blocks, op, &a, &first);
+    gpucoll_coll_args_t a;
+    const bool direct = coll_gpu_call_args(c, m->comm, &a);
     /* Empty calls go to the core too (which runs nothing for them): skipped
      * here, one would leave this rank a call behind a peer that was given a
      * count (an erroneous program), and every later call would pair wrong. */
-    bool empty = count * dtype->super.size == 0;
+    const bool empty = c->rcount * c->rdtype->super.size == 0;
     a.count = empty ? 0 : a.count;
-    a.local_ok = !m->force_staged && (empty || (device_ok && layout));
-    a.sbuf = sbuf == MPI_IN_PLACE ? NULL : (const char *)sbuf + first;
-    a.rbuf = rbuf == NULL ? NULL : (char *)rbuf + first;
+    a.local_ok = !m->force_staged && (empty || (device_ok && direct));
     return run_on_team(m, &a, rc);
 }
 
@@ -65,11 +60,13 @@ static bool vector_units(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_coll_arg
     return true;
 }
 
-bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
-                         const int *counts, const int *displs, const int *rcounts, const int *rdispls,
-                         ompi_datatype_t *dtype, ompi_op_t *op, bool device_ok, int *rc)
+/* Allgatherv, reduce_scatter and alltoallv: counts/displs are the MPI
+ * call's (recvcounts/displs; recvcounts; sendcounts/sdispls), and
+ * rcounts/rdispls alltoallv's receive side (else NULL). */
+static bool team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, const void *sbuf, void *rbuf,
+                       const int *counts, const int *displs, const int *rcounts, const int *rdispls,
+                       ompi_datatype_t *dtype, ompi_op_t *op, bool device_ok, int *rc)
 {
-    if (!coll_gpu_team_ensure(m)) return false;
     int size = ompi_comm_size(m->comm);
     size_t c[GPUCOLL_TEAM_MAX_RANKS] = {0}, d[GPUCOLL_TEAM_MAX_RANKS] = {0}, rc_[GPUCOLL_TEAM_MAX_RANKS] = {0},
            rd[GPUCOLL_TEAM_MAX_RANKS] = {0};
@@ -103,18 +100,35 @@ bool coll_gpu_team_try_v(mca_coll_gpu_module_t *m, gpucoll_coll_kind_t kind, con
     return run_on_team(m, &a, rc);
 }
 
-int mca_coll_gpu_barrier(ompi_communicator_t *comm, mca_coll_base_module_t *module)
+bool coll_gpu_team_try(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bool device_ok, int *rc)
 {
-    mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
-    int rc = m->prev.barrier(comm, m->prev.barrier_module);
+    if (!coll_gpu_team_ensure(m)) return false;
+    const gpucoll_coll_kind_t kind = (gpucoll_coll_kind_t)c->kind;
+    const bool ip = c->sbuf == MPI_IN_PLACE;
+    switch (c->kind) {
+    case COLL_GPU_ALLGATHERV:
+        return team_try_v(m, kind, c->sbuf, c->rbuf, c->rcounts, c->rdispls, NULL, NULL, c->rdtype, NULL, device_ok, rc);
+    case COLL_GPU_REDUCE_SCATTER:
+        return team_try_v(m, kind, c->sbuf, c->rbuf, c->rcounts, NULL, NULL, NULL, c->rdtype, c->op, device_ok, rc);
+    case COLL_GPU_ALLTOALLV:
+        /* In place the send arguments are ignored (they may be NULL): the
+         * receive ones stand in (and the peer path stages in-place calls). */
+        return team_try_v(m, kind, c->sbuf, c->rbuf, ip ? c->rcounts : c->scounts, ip ? c->rdispls : c->sdispls,
+                          c->rcounts, c->rdispls, c->rdtype, NULL, device_ok, rc);
+    default: return team_try_blocks(m, c, device_ok, rc);
+    }
+}
+
+int coll_gpu_team_after_barrier(mca_coll_gpu_module_t *m)
+{
     /* After the barrier, where every rank has arrived: the set-up's waits
      * are then short, however late a rank came (a rank that reads its input
      * for a minute before the barrier is a correct program). Every rank of a
      * team-eligible communicator gets here alike: the team (built at the
      * first such call) and its GPU state are shared verdicts. */
-    if (rc == OMPI_SUCCESS && (m->team_pending || m->team) && coll_gpu_team_ensure(m)) {
+    if ((m->team_pending || m->team) && coll_gpu_team_ensure(m)) {
         gpucoll_status_t st = gpucoll_team_prepare(m->team, !m->force_staged);
-        if (st != GPUCOLL_SUCCESS) rc = coll_gpu_error(st, "setting the GPU path up after the barrier");
+        if (st != GPUCOLL_SUCCESS) return coll_gpu_error(st, "setting the GPU path up after the barrier");
     }
-    return rc;
+    return OMPI_SUCCESS;
 }
