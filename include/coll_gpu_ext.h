@@ -1,5 +1,6 @@
-/* coll_gpu_ext.h: fp16 and bf16 for MPI collectives, reduced on the GPU by coll/gpu, and
- * stream-ordered (CUDA graph capturable) collectives (at the end).
+/* coll_gpu_ext.h: fp16 and bf16 for MPI collectives, reduced on the GPU by coll/gpu,
+ * stream-ordered (CUDA graph capturable) collectives, and user ops declared equal to a
+ * built-in one (coll_gpu_op_declare, at the end).
  *
  * Open MPI 4.1 and 5.0 have no half-precision datatypes. This header gives
  * you two (IEEE binary16 and bfloat16, each 2 bytes) and the sum, product,
@@ -277,6 +278,57 @@ COLL_GPU_EXT_FORWARD(alltoall_enqueue,
                      (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm, void *stream),
                      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, stream))
+#endif
+
+
+/* ---- user ops declared equal to a built-in one --------------------------- *
+ * MPI must reduce with a user op's own host function, unless it knows what
+ * the function computes. This says so, so that coll/gpu reduces on the GPU:
+ *
+ *     MPI_Type_contiguous(2, MPI_BYTE, &half); MPI_Type_commit(&half);
+ *     MPI_Op_create(my_half_sum, 1, &op);                  // fp32 sum, rounded to fp16
+ *     coll_gpu_op_declare(op, half, ext.float16, MPI_SUM); // every rank, once
+ *     MPI_Allreduce(MPI_IN_PLACE, dev_buf, n, half, op, comm);  // on the GPU
+ *
+ * "user_op applied to user_type computes what as_op computes on as_type".
+ * as_type: a predefined integer or floating type, or this header's float16
+ * or bfloat16; as_op: a predefined op (or this header's fp16/bf16 ops) that
+ * coll/gpu reduces on as_type on the GPU. user_type: committed, one run of
+ * bytes per element from its lower bound 0 (extent equal to size), as many
+ * bytes as as_type. user_op: made by MPI_Op_create in C.
+ *
+ * Promises:
+ * - The declaration is about user_op's function, not its handle: it covers
+ *   every op made from that function, on user_type if that is a predefined
+ *   type, else on every derived type of that layout and size (a function
+ *   that behaves differently by its datatype argument must not be declared).
+ *   Freeing the op changes nothing, and a freed handle that MPI_Op_create
+ *   hands out again for another function carries no declaration. A
+ *   dispatching function (one C function serving several user functions, as
+ *   language bindings make) must not be declared.
+ * - The GPU reduces as as_op does there (fp16/bf16: in fp32 within a step,
+ *   rounded once per step), so results may differ from what the function
+ *   gives on the host in the last bits, as any reduction order may.
+ *   Host buffers and paths without a kernel still call the function.
+ * - Declare on every rank, before the op's first collective, with the same
+ *   meaning everywhere: nonblocking, persistent and stream-ordered calls
+ *   choose the GPU without asking the other ranks (a rank that did not
+ *   declare would stage the call while its peers wait on the GPU).
+ * - A declaration is permanent: the same one again returns MPI_SUCCESS,
+ *   another meaning for the same function and type MPI_ERR_ARG. At most 64.
+ * - Errors (returned, also printed by coll/gpu): MPI_ERR_OP (user_op not a
+ *   C user op; as_op not reduced on as_type on the GPU), MPI_ERR_TYPE
+ *   (user_type not such a layout or not committed; as_type without a GPU
+ *   reduction; sizes differ), MPI_ERR_NO_MEM (64 taken), and
+ *   MPI_ERR_UNSUPPORTED_OPERATION where coll/gpu is not loaded (nothing to
+ *   declare to: the op keeps running on the host, correctly).
+ * - Thread safe; call after MPI_Init.
+ * Horovod's fp16 ops need no declaration: coll/gpu knows them by name
+ * (MCA parameter coll_gpu_user_op_symbols, README "Horovod"). */
+typedef int (*coll_gpu_op_declare_fn)(MPI_Op user_op, MPI_Datatype user_type, MPI_Datatype as_type, MPI_Op as_op);
+#ifndef COLL_GPU_EXT_IMPLEMENTATION
+COLL_GPU_EXT_FORWARD(op_declare, (MPI_Op user_op, MPI_Datatype user_type, MPI_Datatype as_type, MPI_Op as_op),
+                     (user_op, user_type, as_type, as_op))
 #undef COLL_GPU_EXT_FORWARD
 #endif
 

@@ -397,6 +397,15 @@ gpucoll_op_t coll_gpu_map_op(ompi_op_t *op, gpucoll_dtype_t dtype);
  * or bytes for data movement); false if the GPU paths cannot take it. */
 bool coll_gpu_layout(ompi_datatype_t *dtype, size_t count, size_t blocks, ompi_op_t *op, gpucoll_coll_args_t *a,
                      ptrdiff_t *first);
+/* A reduction's type and op as the kernels take them (false, and *o NONE,
+ * where they cannot): the mappings above, then user ops declared through
+ * coll_gpu_op_declare or recognised by their function's symbol (see
+ * coll_gpu_user_op_symbols), on types whose elements start at the buffer
+ * and follow each other. Every reduction path should ask this one. */
+bool coll_gpu_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_dtype_t *d, gpucoll_op_t *o);
+/* MCA coll_gpu_user_op_symbols ("SYMBOL=TYPE:OP,..."; coll_gpu_user_ops.h),
+ * registered by the component, read at the first user-op reduction. */
+extern char *coll_gpu_user_op_symbols;
 /* coll_gpu_ext.c: the fp16/bf16 types and ops of include/coll_gpu_ext.h,
  * recognised by name and by function address (GPUCOLL_*_NONE if not ours). */
 int coll_gpu_ext_dtype_kind(const char *name);

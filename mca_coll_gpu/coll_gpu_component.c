@@ -379,6 +379,19 @@ static int gpu_register(void)
                                               p->level, MCA_BASE_VAR_SCOPE_READONLY, storage);
         if (e) OBJ_RELEASE(e);
     }
+    /* Not a field of the component: the mapping code (coll_gpu_dtype.c)
+     * owns it, and its cpu test links that code without the component. */
+    (void)mca_base_component_var_register(
+        &c->super.collm_version, "user_op_symbols",
+        "User reduction ops whose host function computes what a GPU kernel computes, named by the function's "
+        "symbol: comma-separated SYMBOL=TYPE:OP entries (TYPE float16, bfloat16, int8..uint64, float32, float64; "
+        "OP sum, prod, min, max, land, lor, lxor, band, bor, bxor). A collective on device buffers whose op was "
+        "made by MPI_Op_create from a function of that exact (mangled) name, on a contiguous derived type of "
+        "TYPE's size, is reduced on the GPU as OP on TYPE instead of by the user function on host copies. The "
+        "default names Horovod's float16_sum/min/max/prod (HOROVOD_GPU_OPERATIONS=MPI with fp16 tensors). "
+        "Empty or none: no user op is recognised by name (coll_gpu_op_declare still applies). Must be the "
+        "same on every rank",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &coll_gpu_user_op_symbols);
     return OMPI_SUCCESS;
 }
 

@@ -2,6 +2,7 @@
  * Anything that maps to GPUCOLL_*_NONE is reduced by Open MPI on the host
  * (staged path), so an unmapped type is slower, never wrong. */
 #include "coll_gpu.h"
+#include "coll_gpu_user_ops.h"
 
 
 /* The integer types the kernels reduce: C's, MPI's fixed-width ones,
@@ -87,15 +88,169 @@ gpucoll_op_t coll_gpu_map_op(ompi_op_t *op, gpucoll_dtype_t dtype)
     return o;
 }
 
+/* ---- user ops known to compute what a kernel computes ---------------------
+ * Declared (coll_gpu_op_declare) or recognised by their function's symbol
+ * (coll_gpu_user_op_symbols). Both answers depend only on the function, the
+ * type and the parameter, never on earlier calls: the nonblocking paths
+ * decide without asking the other ranks, which must answer alike. */
+
+char *coll_gpu_user_op_symbols = COLL_GPU_USER_OP_SYMBOLS_DEFAULT;
+
+/* The cpu tests link this file without the component (coll_gpu_component.c);
+ * there nothing is printed. */
+#pragma weak mca_coll_gpu_component
+#define USER_OP_VERBOSE(level, ...)                                                    \
+    do {                                                                               \
+        if (&mca_coll_gpu_component != NULL) COLL_GPU_VERBOSE(level, __VA_ARGS__);     \
+    } while (0)
+
+static coll_gpu_recogniser_t recogniser = COLL_GPU_RECOGNISER_INIT;
+static coll_gpu_decl_table_t declared = COLL_GPU_DECL_TABLE_INIT;
+
+/* The function of an op made by MPI_Op_create in C; NULL for predefined ops
+ * and for Fortran, C++ and Java ops, whose slot holds other things (the C++
+ * and Java ones one intercept function for all). */
+static void *user_c_fn(ompi_op_t *op)
+{
+    int foreign = OMPI_OP_FLAGS_INTRINSIC | OMPI_OP_FLAGS_FORTRAN_FUNC | OMPI_OP_FLAGS_JAVA_FUNC;
+#ifdef OMPI_OP_FLAGS_CXX_FUNC
+    foreign |= OMPI_OP_FLAGS_CXX_FUNC;
+#endif
+    if (op == NULL || op == MPI_OP_NULL || (op->o_flags & foreign)) return NULL;
+    return (void *)op->o_func.c_fn;
+}
+
+/* Elements from the buffer's first byte on, back to back: what a kernel reads. */
+static bool packed_elements(ompi_datatype_t *dt)
+{
+    ptrdiff_t true_lb, true_extent, lb, extent;
+    if (dt->super.size == 0 || !ompi_datatype_is_contiguous_memory_layout(dt, 2)) return false;
+    ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    return true_lb == 0 && (size_t)extent == dt->super.size;
+}
+
+static coll_gpu_decl_key_t decl_key(void *fn, ompi_datatype_t *dt)
+{
+    return (coll_gpu_decl_key_t){fn, dt->super.size, ompi_datatype_is_predefined(dt) ? dt->id : -1};
+}
+
+static void report_symbol_entry(void *ctx, const char *entry, const char *why)
+{
+    (void)ctx;
+    opal_output(0, "coll:gpu: coll_gpu_user_op_symbols: \"%s\" left out: %s", entry, why);
+}
+
+static coll_gpu_meaning_t recognised(void *fn, ompi_datatype_t *dt)
+{
+    coll_gpu_meaning_t m = {GPUCOLL_DTYPE_NONE, GPUCOLL_OP_NONE};
+    bool fresh;
+    const coll_gpu_symbol_rule_t *rule =
+        coll_gpu_recognise(&recogniser, fn, coll_gpu_user_op_symbols, report_symbol_entry, NULL, &fresh);
+    if (fresh && rule)
+        USER_OP_VERBOSE(10, "user op %s recognised (coll_gpu_user_op_symbols): reduced on the GPU as %s %s on "
+                         "%zu-byte types", rule->symbol, gpucoll_dtype_name(rule->as.dtype),
+                         gpucoll_op_name(rule->as.op), gpucoll_dtype_size(rule->as.dtype));
+    else if (fresh)
+        USER_OP_VERBOSE(20, "user op function %p not named by coll_gpu_user_op_symbols: reduced by Open MPI", fn);
+    if (rule && gpucoll_dtype_size(rule->as.dtype) == dt->super.size) m = rule->as;
+    return m;
+}
+
+/* What the user op `op` computes on `dt`, if known; recognition by symbol
+ * covers derived types only (Horovod's fp16 is one). */
+static coll_gpu_meaning_t user_op_meaning(ompi_datatype_t *dt, ompi_op_t *op)
+{
+    coll_gpu_meaning_t m = {GPUCOLL_DTYPE_NONE, GPUCOLL_OP_NONE};
+    void *fn = user_c_fn(op);
+    if (fn == NULL || !packed_elements(dt)) return m;
+    coll_gpu_decl_key_t key = decl_key(fn, dt);
+    if (coll_gpu_decl_find(&declared, key, &m) || key.predefined >= 0) return m;
+    return recognised(fn, dt);
+}
+
+bool coll_gpu_map_reduction(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_dtype_t *d, gpucoll_op_t *o)
+{
+    *d = coll_gpu_map_dtype(dtype);
+    *o = *d == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, *d);
+    if (*o == GPUCOLL_OP_NONE && !ompi_op_is_intrinsic(op)) {
+        coll_gpu_meaning_t m = user_op_meaning(dtype, op);
+        if (m.op != GPUCOLL_OP_NONE && gpucoll_op_valid(m.op, m.dtype)) {
+            *d = m.dtype;
+            *o = m.op;
+        }
+    }
+    return *o != GPUCOLL_OP_NONE;
+}
+
+/* coll_gpu_op_declare (include/coll_gpu_ext.h): found by name, like the
+ * stream-ordered calls, and returning MPI error classes itself. */
+#define COLL_GPU_EXPORT __attribute__((visibility("default")))
+
+static int declare_refused(int rc, const char *why)
+{
+    opal_output(0, "coll:gpu: coll_gpu_op_declare: %s", why);
+    return rc;
+}
+
+/* MPI_SUCCESS with *key and *as, or the error class and why. */
+static int declare_check(MPI_Op user_op, MPI_Datatype user_type, MPI_Datatype as_type, MPI_Op as_op,
+                         coll_gpu_decl_key_t *key, coll_gpu_meaning_t *as)
+{
+    void *fn = user_c_fn(user_op);
+    if (fn == NULL) return declare_refused(MPI_ERR_OP, "user_op is not an op made by MPI_Op_create in C");
+    if (user_type == NULL || user_type == MPI_DATATYPE_NULL || !ompi_datatype_is_committed(user_type))
+        return declare_refused(MPI_ERR_TYPE, "user_type is MPI_DATATYPE_NULL or not committed");
+    if (!packed_elements(user_type))
+        return declare_refused(MPI_ERR_TYPE, "user_type is not contiguous from its lower bound 0, with extent "
+                                             "equal to its size");
+    as->dtype = as_type == NULL || as_type == MPI_DATATYPE_NULL ? GPUCOLL_DTYPE_NONE : coll_gpu_map_dtype(as_type);
+    if (as->dtype == GPUCOLL_DTYPE_NONE)
+        return declare_refused(MPI_ERR_TYPE, "as_type has no GPU reduction (a predefined integer or floating "
+                                             "type, or coll_gpu_ext.h's float16/bfloat16)");
+    if (gpucoll_dtype_size(as->dtype) != user_type->super.size)
+        return declare_refused(MPI_ERR_TYPE, "user_type and as_type differ in size");
+    as->op = as_op == NULL || as_op == MPI_OP_NULL ? GPUCOLL_OP_NONE : coll_gpu_map_op(as_op, as->dtype);
+    if (as->op == GPUCOLL_OP_NONE)
+        return declare_refused(MPI_ERR_OP, "as_op is not a predefined op (or one of coll_gpu_ext.h's) that the "
+                                           "GPU reduces on as_type");
+    *key = decl_key(fn, user_type);
+    return MPI_SUCCESS;
+}
+
+COLL_GPU_EXPORT int coll_gpu_impl_op_declare(MPI_Op user_op, MPI_Datatype user_type, MPI_Datatype as_type,
+                                             MPI_Op as_op);
+COLL_GPU_EXPORT int coll_gpu_impl_op_declare(MPI_Op user_op, MPI_Datatype user_type, MPI_Datatype as_type,
+                                             MPI_Op as_op)
+{
+    coll_gpu_decl_key_t key;
+    coll_gpu_meaning_t as, prior;
+    int rc = declare_check(user_op, user_type, as_type, as_op, &key, &as);
+    if (rc != MPI_SUCCESS) return rc;
+    switch (coll_gpu_decl_add(&declared, key, as, &prior)) {
+    case COLL_GPU_DECL_CONFLICT:
+        opal_output(0, "coll:gpu: coll_gpu_op_declare: the function of user_op was declared as %s %s on this type "
+                    "before; a declaration cannot be changed", gpucoll_dtype_name(prior.dtype), gpucoll_op_name(prior.op));
+        return MPI_ERR_ARG;
+    case COLL_GPU_DECL_FULL:
+        opal_output(0, "coll:gpu: coll_gpu_op_declare: all %d declarations are taken", COLL_GPU_DECL_MAX);
+        return MPI_ERR_NO_MEM;
+    case COLL_GPU_DECL_ADDED:
+        USER_OP_VERBOSE(10, "user op function %p declared: reduced on the GPU as %s %s on %zu-byte %s types", key.fn,
+                         gpucoll_dtype_name(as.dtype), gpucoll_op_name(as.op), key.size,
+                         key.predefined >= 0 ? user_type->name : "derived");
+        return MPI_SUCCESS;
+    default: return MPI_SUCCESS;
+    }
+}
+
 bool coll_gpu_layout(ompi_datatype_t *dtype, size_t count, size_t blocks, ompi_op_t *op, gpucoll_coll_args_t *a,
                      ptrdiff_t *first)
 {
     *first = 0;
-    if (op != NULL) { /* reduction: predefined types only, whose data starts at buf */
-        a->dtype = coll_gpu_map_dtype(dtype);
-        a->op = a->dtype == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, a->dtype);
+    if (op != NULL) { /* reduction: types whose elements start at buf and follow each other */
         a->count = count;
-        return a->op != GPUCOLL_OP_NONE;
+        return coll_gpu_map_reduction(dtype, op, &a->dtype, &a->op);
     }
     /* A contiguous layout is not necessarily at buf: a subarray with a start
      * offset, a struct with a displacement or a resized type puts its first
