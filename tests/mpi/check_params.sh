@@ -7,7 +7,8 @@ for p in priority verbose enable select_without_gpu stage_host_buffers path allr
          staging_cache_bytes staging_pinned_max_bytes max_peers max_blocks threads_per_block timeout_ms direct_min_bytes ipc_cache_entries ipc_cache_bytes \
          block_bytes shared_gpu hier_min_bytes direct_style resident_us resident_max_bytes resident_blocks ll_max_bytes \
          virtual_node_size inter_path ucx_device_path ucx_chunk_bytes ucx_pipeline_depth ucx_net_devices queued_order kernel_launch \
-         reduce_algorithm bcast_algorithm allgather_algorithm reduce_scatter_block_algorithm alltoall_algorithm; do
+         reduce_algorithm bcast_algorithm allgather_algorithm reduce_scatter_block_algorithm alltoall_algorithm \
+         user_op_symbols; do
   echo "$out" | grep -q "coll_gpu_$p" || { echo "missing parameter coll_gpu_$p"; exit 1; }
 done
 echo "$out" | grep -q "MCA coll: gpu" || { echo "component not listed"; exit 1; }
@@ -52,3 +53,7 @@ echo "$parsable" | grep -qx "mca:coll:gpu:param:coll_gpu_allreduce_algorithm:val
 echo "$parsable" | grep -qx "mca:coll:gpu:param:coll_gpu_bcast_algorithm:value:auto" ||
   { echo "coll_gpu_bcast_algorithm is not auto by default"; exit 1; }
 echo "forcing parameters: ok"
+# The user-op symbols: Horovod's four fp16 ops by default.
+echo "$parsable" | grep -q "^mca:coll:gpu:param:coll_gpu_user_op_symbols:value:.*_ZN7horovod6common11float16_sumEPvS1_PiPP15ompi_datatype_t=float16:sum" ||
+  { echo "coll_gpu_user_op_symbols does not default to Horovod's ops"; exit 1; }
+echo "user-op symbols: ok"
