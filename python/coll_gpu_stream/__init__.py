@@ -29,6 +29,9 @@ Streams: a CuPy stream, a torch.cuda.Stream, anything with ``__cuda_stream__``,
 an int (a cudaStream_t), or None: the current stream of the buffer's library
 (``cupy.cuda.get_current_stream()``, ``torch.cuda.current_stream()``).
 
+``declare_op`` tells coll/gpu that a user op computes what a predefined one
+does (coll_gpu_op_declare), so that it reduces it on the GPU.
+
 Needs mpi4py on Open MPI with coll/gpu loaded: its functions are found by name
 (``coll_gpu_impl_*``) in the process, where Open MPI puts its components once
 MPI is initialised. Errors raise ``StreamError`` (an ``MPI.Exception``),
@@ -42,7 +45,7 @@ from types import SimpleNamespace
 from mpi4py import MPI
 
 __all__ = ["StreamComm", "StreamError", "NotLoadedError", "IN_PLACE", "available",
-           "mpi_datatype", "half_types", "stream_handle"]
+           "mpi_datatype", "half_types", "stream_handle", "declare_op"]
 __version__ = "0.1.0"
 
 IN_PLACE = MPI.IN_PLACE
@@ -113,7 +116,10 @@ _SIGNATURES = {
     "allgather_enqueue": [_P, _I, _P, _P, _I, _P, _P, _P],
     "reduce_scatter_block_enqueue": [_P, _P, _I, _P, _P, _P, _P],
     "alltoall_enqueue": [_P, _I, _P, _P, _I, _P, _P, _P],
+    "op_declare": [_P, _P, _P, _P],
 }
+# What StreamComm needs; op_declare came later and is checked by declare_op.
+_STREAM_CALLS = tuple(name for name in _SIGNATURES if name != "op_declare")
 _impl = {}
 
 
@@ -145,10 +151,11 @@ def _fn(name):
 
 
 def available():
-    """True where every coll_gpu_impl_* function is in the process (call it
-    after MPI is initialised, which importing mpi4py.MPI does by default)."""
+    """True where every stream-ordered coll_gpu_impl_* function is in the
+    process (call it after MPI is initialised, which importing mpi4py.MPI does
+    by default)."""
     try:
-        for name in _SIGNATURES:
+        for name in _STREAM_CALLS:
             _fn(name)
         return True
     except NotLoadedError:
@@ -324,6 +331,35 @@ def _reduction_op(name, op):
     if any(op == o for o in _half.ops.values()):
         return op
     raise TypeError(f"coll_gpu_stream: {name} reductions take MPI.SUM, MPI.PROD, MPI.MIN or MPI.MAX")
+
+
+def declare_op(user_op, user_type, as_type, as_op):
+    """coll_gpu_op_declare (include/coll_gpu_ext.h, "user ops declared equal
+    to a built-in one"): ``user_op`` applied to ``user_type`` computes what
+    ``as_op`` computes on ``as_type``, so that coll/gpu reduces it on the GPU
+    instead of calling the op's host function on host copies::
+
+        half = MPI.BYTE.Create_contiguous(2).Commit()
+        op = ...  # an MPI.Op made by MPI_Op_create from a C function
+        declare_op(op, half, "float16", MPI.SUM)
+
+    ``as_type``: an MPI datatype, or an element type as ``mpi_datatype`` takes
+    it ('float16' and 'bfloat16' give coll_gpu_ext.h's types); ``as_op``: a
+    predefined op (MPI.SUM, PROD, MIN, MAX, and the logical and bitwise ones
+    on integers). Declare on every rank, before the op's first collective.
+
+    The declaration is about the op's C function (every op made from it), so
+    never declare an op made by ``MPI.Op.Create(python_function)``: mpi4py
+    serves Python functions through C functions it reuses for the next Python
+    function once an op is freed. StreamError with the MPI error class
+    (ERR_OP, ERR_TYPE, ERR_ARG for another meaning than an earlier
+    declaration's) on refusal; NotLoadedError where coll/gpu is not loaded."""
+    if not isinstance(as_type, MPI.Datatype):
+        as_type = mpi_datatype(as_type)
+    rc = _fn("op_declare")(ctypes.c_void_p(_handle(user_op)), ctypes.c_void_p(_handle(user_type)),
+                           ctypes.c_void_p(_handle(as_type)), ctypes.c_void_p(_handle(as_op)))
+    if rc != MPI.SUCCESS:
+        raise StreamError(rc, "coll_gpu_impl_op_declare")
 
 
 # ---------------------------------------------------------------- buffers
