@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Horovod on coll/gpu, on the GPU machine, one phase per call (a device call
+# runs at most 600 s; what a phase makes stays in /tmp for the next):
+#
+#   PHASE=build scripts/horovod_bench.sh   # Horovod built twice, in parallel:
+#                                          #   HOROVOD_GPU_OPERATIONS=MPI  -> /tmp/hvd-mpi
+#                                          #   HOROVOD_GPU_OPERATIONS=NCCL -> /tmp/hvd-nccl
+#   PHASE=check scripts/horovod_bench.sh   # scripts/horovod_check.py on the MPI build, NPS ranks
+#   PHASE=bench scripts/horovod_bench.sh   # pytorch_synthetic_benchmark.py, both builds, the table
+#   PHASE=table scripts/horovod_bench.sh   # the table again, from what the bench calls measured
+#
+# Run in the repository root, after coll/gpu was built into build/ (its
+# component in build/component), with Horovod's client folder
+# (../shared/clients/horovod) copied into .hvd/ (ignored; carry it) and
+# .device/ as .device/README.md says. Options (environment):
+#   NP=4                      ranks of the benchmark (at most one per GPU)
+#   NPS="2 4"                 rank counts of the check
+#   MODELS="resnet50 vgg16"   models of the benchmark, each fp32 and --fp16-allreduce
+#   BUILDS="nccl mpi"         which builds the bench phase runs (split it across calls if need be)
+#   WARMUP=5 BATCHES=10 ITERS=5  the benchmark's --num-warmup-batches, --num-batches-per-iter, --num-iters
+#   BATCH=32                  --batch-size
+#   RUN_TIMEOUT=170           seconds one benchmark run may take
+#   HVD_DIR=.hvd OUT=/tmp/out
+# The NCCL build runs without coll/gpu (--mca coll ^gpu); the MPI build with
+# it, and every MPI-build run must say so (coll_gpu_verbose=10: "enabled on")
+# before its numbers count: that build without coll/gpu crashes.
+set -u
+cd "$(dirname "$0")/.."
+source .device/mpi-env.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+HVD_DIR=${HVD_DIR:-.hvd}
+SRC=/tmp/hvd-src RES=/tmp/hvd-bench
+NP=${NP:-4} NPS=${NPS:-"2 4"} MODELS=${MODELS:-"resnet50 vgg16"} BUILDS=${BUILDS:-"nccl mpi"}
+WARMUP=${WARMUP:-5} BATCHES=${BATCHES:-10} ITERS=${ITERS:-5} BATCH=${BATCH:-32} RUN_TIMEOUT=${RUN_TIMEOUT:-170}
+sys_path=$OMPI_MCA_mca_base_component_path
+COMPONENT="$PWD/build/component"
+nccl_lib=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) + '/lib')" 2>/dev/null)
+[ -n "$nccl_lib" ] && export LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+
+die() { echo "horovod_bench: $*" >&2; exit 1; }
+
+built() { PYTHONPATH=$1 python3 -c 'import horovod.torch' >/dev/null 2>&1; }
+
+# The example benchmark lives in Horovod's source, which build.sh unpacks
+# into a temporary folder of its own: unpacked here once more.
+source_tree() {
+  [ -f "$SRC/horovod-src/examples/pytorch/pytorch_synthetic_benchmark.py" ] && return 0
+  local tarball; tarball=$(ls "$HVD_DIR"/horovod-*.tar.xz 2>/dev/null | head -1)
+  [ -n "$tarball" ] || die "no Horovod tarball in $HVD_DIR (copy ../shared/clients/horovod there)"
+  mkdir -p "$SRC" && tar -xJf "$tarball" -C "$SRC"
+}
+
+phase_build() {
+  [ -f "$HVD_DIR/build.sh" ] || die "$HVD_DIR/build.sh missing (copy ../shared/clients/horovod to $HVD_DIR and carry it)"
+  [ -f "$COMPONENT/mca_coll_gpu.so" ] || echo "note: $COMPONENT/mca_coll_gpu.so missing: build coll/gpu before the check"
+  source_tree
+  local t0=$SECONDS pids=() v
+  for v in mpi nccl; do
+    if built /tmp/hvd-$v; then echo "hvd-$v: already built"; continue; fi
+    ( bash "$HVD_DIR/build.sh" $v /tmp/hvd-$v > "$OUT/hvd_build_$v.log" 2>&1
+      echo "hvd-$v: build rc $? after $((SECONDS - t0)) s" ) &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  local rc=0
+  for v in mpi nccl; do
+    if built /tmp/hvd-$v; then tail -1 "$OUT/hvd_build_$v.log" 2>/dev/null
+    else echo "hvd-$v: not importable; last lines of its log:"; tail -20 "$OUT/hvd_build_$v.log"; rc=1; fi
+  done
+  return $rc
+}
+
+# mpirun for the MPI build: coll/gpu on the component path (its priority
+# selects it), ranks sharing a GPU allowed to form the team.
+hvd_run() { # timeout, build (mpi|nccl), np, then the command
+  local to=$1 build=$2 np=$3; shift 3
+  local path="$COMPONENT:$sys_path" mca=""
+  if [ "$build" = mpi ]; then
+    [ "$np" -gt "$gpus" ] && mca="--mca coll_gpu_shared_gpu 1"
+  else
+    mca="--mca coll ^gpu" # NCCL moves the tensors; Open MPI's own modules the rest
+  fi
+  timeout "$to" env OMPI_MCA_mca_base_component_path="$path" \
+    PYTHONPATH="/tmp/hvd-$build${EXTRA_PYTHONPATH:+:$EXTRA_PYTHONPATH}" \
+    mpirun -n "$np" --bind-to none -x PYTHONPATH -x LD_LIBRARY_PATH $mca "$@"
+}
+
+require_component() {
+  OMPI_MCA_mca_base_component_path="$COMPONENT:$sys_path" ompi_info 2>/dev/null | grep -q "MCA coll: gpu" ||
+    die "Open MPI does not find coll/gpu in $COMPONENT (build it first: cmake --build build)"
+}
+
+phase_check() {
+  built /tmp/hvd-mpi || die "no MPI build of Horovod in /tmp/hvd-mpi (PHASE=build first)"
+  require_component
+  local rc=0 np
+  for np in $NPS; do
+    local log="$OUT/horovod_check_np$np.log" t0=$SECONDS
+    hvd_run 280 mpi "$np" --mca coll_gpu_verbose 10 python3 scripts/horovod_check.py > "$log" 2>&1
+    local r=$?
+    grep -q "coll:gpu: enabled on" "$log" || { echo "np $np: coll/gpu was not selected (see $log)"; r=1; }
+    echo "== horovod_check np $np: rc $r, $((SECONDS - t0)) s"
+    sed -n '/^horovod_check:/,$p' "$log" | grep -v "pcompress" | head -40
+    grep -E "MISMATCH|ERROR|Traceback|Segmentation|signal" "$log" | head -10
+    [ $r -eq 0 ] || rc=1
+  done
+  return $rc
+}
+
+# torchvision is not part of every torch install; the benchmark takes its
+# models from torchvision.models, which scripts/horovod_models stands in for
+# (the same VGG-16 and ResNet-50 layers, hence the same gradients to reduce).
+models_path() {
+  python3 -c "import torchvision" >/dev/null 2>&1 && return 0
+  echo "note: torchvision missing: the benchmark uses scripts/horovod_models' VGG-16 and ResNet-50" >&2
+  EXTRA_PYTHONPATH="$PWD/scripts/horovod_models"
+}
+
+# One benchmark run; appends "build model mode img/s" to $RES/results.tsv.
+bench_one() { # build model fp16(0|1)
+  local build=$1 model=$2 fp16=$3 mode=fp32 flag=""
+  [ "$fp16" = 1 ] && mode=fp16-allreduce && flag=--fp16-allreduce
+  local log="$OUT/bench_${build}_${model}_$mode.log" t0=$SECONDS verbose=""
+  [ "$build" = mpi ] && verbose="--mca coll_gpu_verbose 10"
+  hvd_run "$RUN_TIMEOUT" "$build" "$NP" $verbose python3 "$SRC/horovod-src/examples/pytorch/pytorch_synthetic_benchmark.py" \
+    --model "$model" --batch-size "$BATCH" --num-warmup-batches "$WARMUP" --num-batches-per-iter "$BATCHES" \
+    --num-iters "$ITERS" $flag > "$log" 2>&1
+  local rc=$? total
+  total=$(sed -n 's/^Total img\/sec on [0-9]* GPU(s): \([0-9.]*\).*/\1/p' "$log" | tail -1)
+  if [ "$build" = mpi ] && ! grep -q "coll:gpu: enabled on" "$log"; then
+    echo "$build $model $mode: coll/gpu not selected: not counted (see $log)"; total=""
+  fi
+  echo "$build $model $mode: rc $rc, $((SECONDS - t0)) s, ${total:-no result} img/s total"
+  [ -n "$total" ] && [ $rc -eq 0 ] && printf '%s\t%s\t%s\t%s\n' "$build" "$model" "$mode" "$total" >> "$RES/results.tsv"
+  [ $rc -eq 0 ] || grep -E "Error|error|Traceback|signal|Segmentation" "$log" | grep -v pcompress | head -5
+}
+
+phase_bench() {
+  source_tree
+  [ "$gpus" -ge "$NP" ] || die "$NP ranks need $NP GPUs (the benchmark pins rank i to GPU i); this machine has $gpus"
+  require_component
+  mkdir -p "$RES"
+  models_path
+  local build model fp16
+  for build in $BUILDS; do
+    built /tmp/hvd-$build || { echo "no /tmp/hvd-$build: PHASE=build first"; continue; }
+    for model in $MODELS; do
+      for fp16 in 0 1; do bench_one "$build" "$model" "$fp16"; done
+    done
+  done
+  phase_table
+}
+
+# Latest measurement of each (build, model, mode).
+phase_table() {
+  [ -f "$RES/results.tsv" ] || die "nothing measured yet (PHASE=bench)"
+  echo "Horovod pytorch_synthetic_benchmark, $NP x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)," \
+       "batch $BATCH, $ITERS x $BATCHES batches after $WARMUP (total img/s)"
+  awk -F'\t' '
+    { v[$2 " " $3, $1] = $4; if (!(($2 " " $3) in seen)) { seen[$2 " " $3] = 1; order[n++] = $2 " " $3 } }
+    END {
+      printf "| %-26s | %26s | %32s | %8s |\n", "model", "Horovod on NCCL img/s", "Horovod on MPI + coll/gpu img/s", "MPI/NCCL"
+      printf "|%s|%s|%s|%s|\n", "----------------------------", "----------------------------", "----------------------------------", "----------"
+      for (i = 0; i < n; i++) {
+        k = order[i]; a = v[k, "nccl"]; b = v[k, "mpi"]
+        r = (a != "" && b != "") ? sprintf("%.2f", b / a) : "-"
+        printf "| %-26s | %26s | %32s | %8s |\n", k, (a == "" ? "-" : a), (b == "" ? "-" : b), r
+      }
+    }' "$RES/results.tsv"
+}
+
+case "${PHASE:-}" in
+  build) phase_build ;;
+  check) phase_check ;;
+  bench) phase_bench ;;
+  table) phase_table ;;
+  *) die "PHASE=build|check|bench|table (see the top of this script)" ;;
+esac
