@@ -226,9 +226,10 @@ static int reduce_local(const void *inbuf, void *inoutbuf, int count, ompi_datat
     mca_coll_gpu_module_t *m = COLL_GPU_MODULE(module);
     bool in_dev = coll_gpu_data_on_device(inbuf, dtype, 0), io_dev = coll_gpu_data_on_device(inoutbuf, dtype, 0);
     if (!in_dev && !io_dev) return m->prev.reduce_local(inbuf, inoutbuf, count, dtype, op, m->prev.reduce_local_module);
-    gpucoll_dtype_t gd = coll_gpu_map_dtype(dtype);
-    gpucoll_op_t go = gd == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, gd);
-    if (in_dev && io_dev && go != GPUCOLL_OP_NONE && count > 0 && !mca_coll_gpu_component.stage_host_buffers) {
+    gpucoll_dtype_t gd;
+    gpucoll_op_t go;
+    const bool mapped = coll_gpu_map_reduction(dtype, op, &gd, &go);
+    if (in_dev && io_dev && mapped && count > 0 && !mca_coll_gpu_component.stage_host_buffers) {
         gpucoll_status_t st = gpucoll_local_reduce(inoutbuf, inbuf, (size_t)count, gd, go);
         if (st == GPUCOLL_SUCCESS) return OMPI_SUCCESS;
         if (st != GPUCOLL_ERR_UNSUPPORTED) return coll_gpu_error(st, "MPI_Reduce_local on the GPU");

@@ -42,10 +42,8 @@ static bool vector_units(ompi_datatype_t *dtype, ompi_op_t *op, gpucoll_coll_arg
 {
     *first = 0;
     if (op != NULL) {
-        a->dtype = coll_gpu_map_dtype(dtype);
-        a->op = a->dtype == GPUCOLL_DTYPE_NONE ? GPUCOLL_OP_NONE : coll_gpu_map_op(op, a->dtype);
         *unit = 1;
-        return a->op != GPUCOLL_OP_NONE;
+        return coll_gpu_map_reduction(dtype, op, &a->dtype, &a->op);
     }
     ptrdiff_t lb, extent, true_lb, true_extent;
     ompi_datatype_get_extent(dtype, &lb, &extent);
