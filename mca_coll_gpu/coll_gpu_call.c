@@ -110,7 +110,9 @@ int coll_gpu_call_where(const coll_gpu_call_t *c, ompi_communicator_t *comm, col
     const bool sdev_in = c->sbuf == MPI_IN_PLACE ? rdev : sdev;
     *w = (coll_gpu_where_t){.inter = inter, .one_rank = !inter && ompi_comm_size(comm) == 1};
     w->any_device = sdev || rdev;
-    w->device_ok = (!r.send || sdev_in) && (!r.recv || rdev) && same_layout(c, comm);
+    /* (Intercommunicators have no peer path, and their v arrays count the
+     * remote group: same_layout's look at this rank's count is not theirs.) */
+    w->device_ok = !inter && (!r.send || sdev_in) && (!r.recv || rdev) && same_layout(c, comm);
     return OMPI_SUCCESS;
 }
 
