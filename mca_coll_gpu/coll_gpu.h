@@ -415,7 +415,39 @@ int coll_gpu_ext_op_kind(void *fn, int bf16);
 int coll_gpu_error(gpucoll_status_t status, const char *what);
 
 /* ---- the entry points (coll_gpu_entry_*.c) ---------------------------------
- * Each installs ours in the module's slots: on an intercommunicator only the
+ * COLL_GPU_ENTRIES(name, (MPI parameters up to the communicator), record):
+ * the blocking, nonblocking (i<name>) and persistent (<name>_init) entry
+ * points of one kind. Each names its arguments in the call record (the
+ * initializer, written with the parameters' names) and hands it on: to
+ * coll_gpu_run, or to coll_gpu_persistent_new for *_init. */
+#define COLL_GPU_UNPAREN(...) __VA_ARGS__
+#define COLL_GPU_ENTRIES(name, params, ...)                                                                  \
+    static int name(COLL_GPU_UNPAREN params, ompi_communicator_t *comm, mca_coll_base_module_t *module)      \
+    {                                                                                                         \
+        const coll_gpu_call_t c = {__VA_ARGS__};                                                              \
+        return coll_gpu_run(COLL_GPU_MODULE(module), comm, &c, NULL);                                         \
+    }                                                                                                         \
+    static int i##name(COLL_GPU_UNPAREN params, ompi_communicator_t *comm, ompi_request_t **request,         \
+                       mca_coll_base_module_t *module)                                                        \
+    {                                                                                                         \
+        const coll_gpu_call_t c = {__VA_ARGS__};                                                              \
+        return coll_gpu_run(COLL_GPU_MODULE(module), comm, &c, request);                                      \
+    }                                                                                                         \
+    static int name##_init(COLL_GPU_UNPAREN params, ompi_communicator_t *comm, ompi_info_t *info,            \
+                           ompi_request_t **request, mca_coll_base_module_t *module)                          \
+    {                                                                                                         \
+        (void)info;                                                                                           \
+        const coll_gpu_call_t c = {__VA_ARGS__};                                                              \
+        return coll_gpu_persistent_new(COLL_GPU_MODULE(module), comm, &c, request);                           \
+    }
+/* Puts the three entry points of COLL_GPU_ENTRIES(name, ...) in module m's slots. */
+#define COLL_GPU_INSTALL_ENTRIES(m, name)                                                                     \
+    do {                                                                                                      \
+        (m)->coll_##name = name;                                                                              \
+        (m)->coll_i##name = i##name;                                                                          \
+        (m)->coll_##name##_init = name##_init;                                                                \
+    } while (0)
+/* Each installs ours in the module's slots: on an intercommunicator only the
  * kinds MPI defines there with data (no scan, exscan, barrier, reduce_local
  * or neighbourhood collectives). */
 void coll_gpu_entries_install_reductions(mca_coll_base_module_t *module, bool inter);
