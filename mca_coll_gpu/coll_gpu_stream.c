@@ -176,6 +176,48 @@ static bool self_copy(const coll_gpu_call_t *c, int *rc, void *stream)
     return true;
 }
 
+/* `c` on the stream team's kernels: true with *rc where it was enqueued or
+ * failed on this rank alone (its peers' kernels then give up on it); false
+ * where every rank falls back alike (no kernel for the type and op). */
+static bool enqueue_on_gpu(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, size_t bytes, MPI_Comm comm,
+                           void *stream, int *rc)
+{
+    const int size = ompi_comm_size(comm);
+    gpucoll_coll_args_t a = {.kind = (gpucoll_coll_kind_t)c->kind, .root = c->root, .local_ok = 1};
+    ptrdiff_t first;
+    if (c->op != NULL) {
+        /* Reductions: the same predefined type and op on every rank. */
+        if (!coll_gpu_layout(c->rdtype, c->rcount, 1, c->op, &a, &first)) return false;
+        a.sbuf = c->sbuf == MPI_IN_PLACE ? NULL : c->sbuf;
+        a.rbuf = c->rbuf;
+    } else {
+        a.dtype = GPUCOLL_UINT8;
+        a.op = GPUCOLL_OP_NONE;
+        a.count = bytes;
+        const size_t rblocks = c->kind == COLL_GPU_BCAST ? 1 : (size_t)size;
+        const size_t sblocks = c->kind == COLL_GPU_ALLTOALL ? (size_t)size : 1;
+        const void *r = NULL, *s = NULL;
+        if (!byte_run(c->rbuf, c->rcount * rblocks, c->rdtype, &r) ||
+            (c->kind != COLL_GPU_BCAST && c->sbuf != MPI_IN_PLACE &&
+             !byte_run(c->sbuf, c->scount * sblocks, c->sdtype, &s))) {
+            opal_output(0, "coll:gpu: rank %d: %s: an enqueued collective moves datatypes that are one run of "
+                        "bytes only; the other ranks' kernels will give up on this one",
+                        ompi_comm_rank(comm), comm->c_name);
+            *rc = MPI_ERR_TYPE;
+            return true;
+        }
+        a.rbuf = (void *)r;
+        a.sbuf = s;
+    }
+    gpucoll_status_t st = gpucoll_stream_enqueue(m->stream_team, &a, stream);
+    if (st == GPUCOLL_ERR_UNSUPPORTED) return false;
+    if (st == GPUCOLL_SUCCESS)
+        COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements enqueued (%s)", comm->c_name, (int)a.kind, a.count,
+                         gpucoll_team_last_algorithm(m->stream_team));
+    *rc = mpi_class(st, "an enqueued collective");
+    return true;
+}
+
 /* Every enqueue call: `c` as the MPI call names it (scount/rcount per rank
  * block, as in coll_gpu_call_t); `count` the int count to hand the
  * ordinary collective. */
@@ -183,56 +225,20 @@ static int enqueue(const coll_gpu_call_t *c, int count, MPI_Comm comm, void *str
 {
     int rc = check_args(c, count, comm);
     if (rc != MPI_SUCCESS) return rc;
-    const int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
     const size_t bytes = (size_t)count * c->rdtype->super.size;
     if (bytes == 0) return MPI_SUCCESS; /* alike on every rank (MPI's type signature rule) */
     mca_coll_gpu_module_t *m = coll_gpu_module_of(comm);
-    if (size == 1 && self_copy(c, &rc, stream)) return rc;
+    if (ompi_comm_size(comm) == 1 && self_copy(c, &rc, stream)) return rc;
     /* Built outside a capture only: the set-up allocates and synchronises.
      * Once built, the core alone asks about the capture (once per call). */
     bool gpu = m != NULL && /* force_staged: the set-up fails on every rank */
                (m->stream_tried ? m->stream_team != NULL : gpucoll_stream_capturing(stream) == 0 && stream_team(m));
-    if (gpu) {
-        gpucoll_coll_args_t a = {.kind = (gpucoll_coll_kind_t)c->kind, .root = c->root, .local_ok = 1};
-        ptrdiff_t first;
-        if (c->op != NULL) {
-            /* Reductions: the same predefined type and op on every rank. */
-            gpu = coll_gpu_layout(c->rdtype, c->rcount, 1, c->op, &a, &first);
-            a.sbuf = c->sbuf == MPI_IN_PLACE ? NULL : c->sbuf;
-            a.rbuf = c->rbuf;
-        } else {
-            a.dtype = GPUCOLL_UINT8;
-            a.op = GPUCOLL_OP_NONE;
-            a.count = bytes;
-            const size_t rblocks = c->kind == COLL_GPU_BCAST ? 1 : (size_t)size;
-            const size_t sblocks = c->kind == COLL_GPU_ALLTOALL ? (size_t)size : 1;
-            const void *r = NULL, *s = NULL;
-            if (!byte_run(c->rbuf, c->rcount * rblocks, c->rdtype, &r) ||
-                (c->kind != COLL_GPU_BCAST && c->sbuf != MPI_IN_PLACE &&
-                 !byte_run(c->sbuf, c->scount * sblocks, c->sdtype, &s))) {
-                opal_output(0, "coll:gpu: rank %d: %s: an enqueued collective moves datatypes that are one run of "
-                            "bytes only; the other ranks' kernels will give up on this one",
-                            rank, comm->c_name);
-                return MPI_ERR_TYPE;
-            }
-            a.rbuf = (void *)r;
-            a.sbuf = s;
-        }
-        if (gpu) {
-            gpucoll_status_t st = gpucoll_stream_enqueue(m->stream_team, &a, stream);
-            if (st == GPUCOLL_SUCCESS) {
-                COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements enqueued (%s)", comm->c_name, (int)a.kind,
-                                 a.count, gpucoll_team_last_algorithm(m->stream_team));
-                return MPI_SUCCESS;
-            }
-            if (st != GPUCOLL_ERR_UNSUPPORTED) return mpi_class(st, "an enqueued collective");
-        }
-    }
+    if (gpu && enqueue_on_gpu(m, c, bytes, comm, stream, &rc)) return rc;
     /* Alike on every rank: no stream team, or no kernel for the type and op. */
     if (gpucoll_stream_capturing(stream) != 0) {
         opal_output(0, "coll:gpu: rank %d: %s: this enqueued collective cannot run on the GPU (%s) and the stream is "
                     "being captured, so it cannot synchronise and run as an ordinary collective either",
-                    rank, comm->c_name,
+                    ompi_comm_rank(comm), comm->c_name,
                     m == NULL ? "coll/gpu does not serve the communicator"
                     : !m->stream_tried  ? "coll_gpu_stream_init was not called before the capture"
                     : !m->stream_team   ? "the communicator has no GPU path"
