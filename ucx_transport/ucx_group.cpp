@@ -107,6 +107,42 @@ gpucoll_status_t Group::choose_device_path()
     return GPUCOLL_SUCCESS;
 }
 
+/* The first round's headers, alike on every rank, so that either all ranks
+ * go on to the second round or none does: their checks, the longest worker
+ * address, and the lowest group id free on every member (*id). */
+static gpucoll_status_t check_headers(const std::vector<CreateHeader> &headers, gpucoll_status_t local,
+                                      const std::string &local_reason, size_t chunk_bytes, int rank,
+                                      size_t *max_address, int *id)
+{
+    const int n = int(headers.size());
+    int failed_rank = -1;
+    uint8_t used[kMaxGroups / 8] = {};
+    for (int i = 0; i < n; ++i) {
+        const CreateHeader &h = headers[i];
+        if (h.magic != kHeaderMagic || h.version != kHeaderVersion || h.rank != i)
+            return gpucoll_fail(GPUCOLL_ERR_INVALID,
+                                "ucx group: rank %d sent a malformed header (oob allgather broken?)", i);
+        if (h.status != GPUCOLL_SUCCESS && failed_rank < 0) failed_rank = i;
+        *max_address = std::max<size_t>(*max_address, h.address_bytes);
+        for (size_t b = 0; b < sizeof used; ++b) used[b] |= h.used_group_ids[b];
+    }
+    if (local != GPUCOLL_SUCCESS) return gpucoll_fail(local, "%s", local_reason.c_str());
+    if (failed_rank >= 0)
+        return gpucoll_fail(GPUCOLL_ERR_PEER, "ucx group: rank %d could not set up UCX (%s)", failed_rank,
+                            gpucoll_status_name(gpucoll_status_t(headers[failed_rank].status)));
+    for (int i = 0; i < n; ++i)
+        if (headers[i].chunk_bytes != chunk_bytes)
+            return gpucoll_fail(GPUCOLL_ERR_INVALID,
+                                "ucx group: chunk_bytes differ (rank %d: %llu, rank %d: %zu); "
+                                "it must be equal everywhere",
+                                i, (unsigned long long)headers[i].chunk_bytes, rank, chunk_bytes);
+    for (int i = 0; i < kMaxGroups && *id < 0; ++i)
+        if (!(used[i / 8] & (1u << (i % 8)))) *id = i;
+    if (*id < 0)
+        return gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "ucx group: all %d group ids are in use on some rank", kMaxGroups);
+    return GPUCOLL_SUCCESS;
+}
+
 gpucoll_status_t Group::exchange_addresses(const gpucoll_oob_t &oob, gpucoll_status_t local,
                                            const std::string &local_reason)
 {
@@ -127,36 +163,10 @@ gpucoll_status_t Group::exchange_addresses(const gpucoll_oob_t &oob, gpucoll_sta
     if (oob.allgather(&mine, headers.data(), sizeof mine, oob.ctx) != 0)
         return gpucoll_fail(GPUCOLL_ERR_TRANSPORT, "ucx group: oob allgather of headers failed");
 
-    /* Every check below sees the same headers on every rank, so either all
-     * ranks go on to the second allgather or none does. */
     size_t max_address = 0;
-    int failed_rank = -1;
-    uint8_t used[kMaxGroups / 8] = {};
-    for (int i = 0; i < n; ++i) {
-        const CreateHeader &h = headers[i];
-        if (h.magic != kHeaderMagic || h.version != kHeaderVersion || h.rank != i)
-            return gpucoll_fail(GPUCOLL_ERR_INVALID,
-                                "ucx group: rank %d sent a malformed header (oob allgather broken?)", i);
-        if (h.status != GPUCOLL_SUCCESS && failed_rank < 0) failed_rank = i;
-        max_address = std::max<size_t>(max_address, h.address_bytes);
-        for (size_t b = 0; b < sizeof used; ++b) used[b] |= h.used_group_ids[b];
-    }
-    if (local != GPUCOLL_SUCCESS) return gpucoll_fail(local, "%s", local_reason.c_str());
-    if (failed_rank >= 0)
-        return gpucoll_fail(GPUCOLL_ERR_PEER, "ucx group: rank %d could not set up UCX (%s)", failed_rank,
-                            gpucoll_status_name(gpucoll_status_t(headers[failed_rank].status)));
-    for (int i = 0; i < n; ++i)
-        if (headers[i].chunk_bytes != cfg_.chunk_bytes)
-            return gpucoll_fail(GPUCOLL_ERR_INVALID,
-                                "ucx group: chunk_bytes differ (rank %d: %llu, rank %d: %zu); "
-                                "it must be equal everywhere",
-                                i, (unsigned long long)headers[i].chunk_bytes, rank_, cfg_.chunk_bytes);
-    /* The lowest id free on every member: all ranks compute the same one. */
     int id = -1;
-    for (int i = 0; i < kMaxGroups && id < 0; ++i)
-        if (!(used[i / 8] & (1u << (i % 8)))) id = i;
-    if (id < 0)
-        return gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "ucx group: all %d group ids are in use on some rank", kMaxGroups);
+    gpucoll_status_t st = check_headers(headers, local, local_reason, cfg_.chunk_bytes, rank_, &max_address, &id);
+    if (st != GPUCOLL_SUCCESS) return st;
     bool claimed;
     {
         WorkerLock lock(worker_->mutex());
