@@ -3,7 +3,8 @@
 # into /root/basebuild (e.g. cmake -S <checkout of the old commit> -B
 # /root/basebuild && cmake --build /root/basebuild --target mca_coll_gpu) and
 # this tree's build/, gpucoll-bench every mode at NP ranks (default 4), NCCL
-# beside the new one; CSVs and logs into $OUT.
+# beside the new one (PATHS=mpi leaves NCCL out: it takes one GPU per rank);
+# CSVs and logs into $OUT.
 set -u
 source .device/mpi-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -14,7 +15,7 @@ NP=${NP:-4}
 BENCH="build/tools/gpucoll_bench/gpucoll-bench -C allreduce,bcast,allgather,reduce_scatter,alltoall -b 8 -e 256M -f 16 --mode all -t ${TL:-0.15}"
 for which in base new; do
   [ $which = base ] && path=/root/basebuild/component:$sys || path=$PWD/build/component:$sys
-  paths=mpi; [ $which = new ] && paths=mpi,nccl
+  paths=mpi; [ $which = new ] && paths=${PATHS:-mpi,nccl}
   t0=$SECONDS
   OMPI_MCA_mca_base_component_path=$path timeout 280 mpirun -n $NP --bind-to none $BENCH --paths $paths --csv $OUT/bench_${which}_np$NP.csv > $OUT/bench_${which}_np$NP.log 2>&1
   echo "bench $which: rc $? $((SECONDS - t0)) s"

@@ -4,6 +4,10 @@
 # in /root/gpu_done.txt (kept while the machine stays warm), so that a later
 # call resumes where this one stopped; at most BUDGET seconds (default 540,
 # under the device tool's 600 s a call). Logs of failures go to $OUT.
+# DONE_BEFORE names a gpu_done.txt brought back from an earlier machine: its
+# tests are not run again on this one.
+# MPS=1 starts an MPS daemon first (default pipe folder, left running), so
+# that the suite runs with every rank on one GPU under MPS.
 #   FIRST='lifetime|late_rank' BUDGET=500 scripts/device_gpu_suite.sh
 set -u
 source .device/mpi-env.sh
@@ -14,7 +18,11 @@ if [ ! -f $LIST ]; then
   ctest --test-dir $B -N -L gpu | sed -n 's/^ *Test *#[0-9]*: //p' > $ALL
   { grep -E "$FIRST" $ALL; grep -vE "$FIRST" $ALL; } > $LIST
 fi
+[ -n "${DONE_BEFORE:-}" ] && [ ! -s $DONE ] && cp "$DONE_BEFORE" $DONE
 touch $DONE
+if [ "${MPS:-0}" = 1 ] && ! pgrep -f "nvidia-cuda-mps-control -d" >/dev/null; then
+  setsid nvidia-cuda-mps-control -d && echo "MPS daemon started"
+fi
 deadline=$((SECONDS + ${BUDGET:-540}))
 n=0
 while read -r t; do
