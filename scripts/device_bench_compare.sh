@@ -17,6 +17,6 @@ for which in base new; do
   [ $which = base ] && path=/root/basebuild/component:$sys || path=$PWD/build/component:$sys
   paths=mpi; [ $which = new ] && paths=${PATHS:-mpi,nccl}
   t0=$SECONDS
-  OMPI_MCA_mca_base_component_path=$path timeout 280 mpirun -n $NP --bind-to none $BENCH --paths $paths --csv $OUT/bench_${which}_np$NP.csv > $OUT/bench_${which}_np$NP.log 2>&1
+  OMPI_MCA_mca_base_component_path=$path timeout ${BT:-280} mpirun -n $NP --bind-to none $BENCH --paths $paths --csv $OUT/bench_${which}_np$NP.csv > $OUT/bench_${which}_np$NP.log 2>&1
   echo "bench $which: rc $? $((SECONDS - t0)) s"
 done
