@@ -46,6 +46,10 @@ static void fill(mode_t_ m, int round)
     for (int i = 0; i < kN; i++) host[i] = input(rank, round, i);
     cudaMemcpy(m == M_BLOCKING_BCAST ? dbuf : dsend, host, kN * sizeof(float), cudaMemcpyHostToDevice);
     if (m == M_BLOCKING_BCAST && rank != 0) cudaMemset(dbuf, 0, kN * sizeof(float));
+    /* A copy from pageable memory may still be in flight when cudaMemcpy
+     * returns, and the enqueued call's stream does not wait for the legacy
+     * stream (the caller orders its streams: docs/stream.md). */
+    cudaDeviceSynchronize();
 }
 
 /* One call of mode m (rank 0 late by `delay_ms` first); its MPI result. */

@@ -95,8 +95,11 @@ static MPI_Comm ready_comm(call_t *c)
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     if (gpu_setup) {
-        float *d;
-        cudaMalloc((void **)&d, 64 * sizeof(float));
+        float *d = NULL;
+        if (cudaMalloc((void **)&d, 64 * sizeof(float)) != cudaSuccess) {
+            printf("FAIL rank %d: cudaMalloc of 256 bytes failed\n", rank);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         cudaMemset(d, 0, 64 * sizeof(float));
         MPI_Allreduce(MPI_IN_PLACE, d, 64, MPI_FLOAT, MPI_SUM, comm);
         cudaFree(d);
