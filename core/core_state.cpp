@@ -23,30 +23,12 @@ const gpucoll_config_t &gpucoll::config() { return g_config; }
 
 namespace {
 std::atomic<int> g_in_flight{0};
-std::mutex g_start_gate; // held to count a kernel in, and through a team's end
-void count_in()
-{
-    std::lock_guard<std::mutex> gate(g_start_gate);
-    g_in_flight.fetch_add(1, std::memory_order_acq_rel);
-}
 } // namespace
 
 int gpucoll::kernels_in_flight() { return g_in_flight.load(std::memory_order_acquire); }
-void gpucoll::kernels_queued(int delta)
-{
-    if (delta > 0) return count_in();
-    g_in_flight.fetch_add(delta, std::memory_order_acq_rel);
-}
-gpucoll::KernelInFlight::KernelInFlight() { count_in(); }
+void gpucoll::kernels_queued(int delta) { g_in_flight.fetch_add(delta, std::memory_order_acq_rel); }
+gpucoll::KernelInFlight::KernelInFlight() { g_in_flight.fetch_add(1, std::memory_order_acq_rel); }
 gpucoll::KernelInFlight::~KernelInFlight() { g_in_flight.fetch_sub(1, std::memory_order_acq_rel); }
-
-bool gpucoll::finish_without_kernels(void (*finish)(gpucoll_team *), gpucoll_team *t)
-{
-    std::lock_guard<std::mutex> gate(g_start_gate);
-    if (g_in_flight.load(std::memory_order_acquire) > 0) return false;
-    finish(t);
-    return true;
-}
 
 namespace {
 constexpr int kMaxDevices = 64;

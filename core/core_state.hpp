@@ -4,8 +4,6 @@
 #include "gpucoll_config.h"
 #include "gpucoll_status.h"
 
-struct gpucoll_team;
-
 namespace gpucoll {
 
 // The configuration the glue handed over (defaults filled in).
@@ -24,17 +22,9 @@ gpucoll_status_t load_kernels_once(int device);
 // memory) must not run while one is: with several threads, that kernel may
 // wait for a peer rank whose own thread waits for us (tests/mpi/thread_check.c).
 int kernels_in_flight();
-// Queued kernels (core/team_queued.cpp) count from just before their launch
-// to the test that sees them done.
+// Queued kernels (core/team_queued.cpp) count from launch to the test that
+// sees them done.
 void kernels_queued(int delta);
-// Runs finish(t) while no peer kernel of this process runs and none can
-// start (counting one waits until finish returns); returns false, without
-// running it, while one runs. For the device-wide calls of a team's end
-// (cudaFree, unmapping) from a thread other than the caller's: under MPS
-// such a call waits for our kernel, which waits for a peer's, and the MPS
-// server holds the peer's launch until our call is over (seen: MPI_Comm_dup
-// after a freed communicator hung for good at 2 ranks on one H200).
-bool finish_without_kernels(void (*finish)(gpucoll_team *), gpucoll_team *t);
 class KernelInFlight {
 public:
     KernelInFlight();

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "core_state.hpp"
 #include "team_state.hpp"
 
 namespace gpucoll {
@@ -83,14 +82,7 @@ void *watcher(void *)
             if (team_peer_gone(t, 0) >= 0) raise_gone(t);
         std::vector<Leaving> ready = ready_to_finish(w);
         pthread_mutex_unlock(&w.mu);
-        // Outside mu: finishing unwatches the team. A team waits while any
-        // peer kernel of this process runs (core_state.hpp says why).
-        for (const Leaving &l : ready) {
-            if (finish_without_kernels(l.finish, l.t)) continue;
-            pthread_mutex_lock(&w.mu);
-            w.leaving.push_back(l);
-            pthread_mutex_unlock(&w.mu);
-        }
+        for (const Leaving &l : ready) l.finish(l.t); // outside mu: finishing unwatches the team
     }
     return nullptr;
 }

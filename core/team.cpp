@@ -260,10 +260,7 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
     // could hold a rank whose peer needs it to reach its own MPI_Comm_free
     // (a send to it in between): the watcher finishes the team instead.
     t->shm->ranks[t->rank].departed.store(1, std::memory_order_release);
-    // Another team's kernel may still run (a request on another
-    // communicator): then the watcher finishes this one later too.
-    if (peers_left(t) && finish_without_kernels(finish_team, t)) return;
-    if (!leave_later(t, peers_left, finish_team)) finish_team(t);
+    if (peers_left(t) || !leave_later(t, peers_left, finish_team)) finish_team(t);
 }
 
 gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const gpucoll_coll_args_t &a,

@@ -411,14 +411,11 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
          (e = gpuStreamWaitEvent(t->queued_stream, t->queued_after_default, 0)) != gpuSuccess))
         return abandon_call(t, gpu_error("ordering after the default stream", e));
     KernelGraph *graph = graph_for(p->persistent ? p->graph : t->queued_graph);
-    kernels_queued(+1); // before the launch: a team's end waits for neither
     st = launch_step(t, Launch{&k, p->a.dtype, p->a.op, blocks, t->queued_stream, graph,
                                                 "a nonblocking or persistent collective", false},
                                       nullptr);
-    if (st != GPUCOLL_SUCCESS) {
-        kernels_queued(-1);
-        return st;
-    }
+    if (st != GPUCOLL_SUCCESS) return st;
+    kernels_queued(+1);
     p->running = p->launched = true;
     p->ran = plan->algo;
     t->kernels_launched++;
