@@ -3,7 +3,8 @@
 # gpu ctests one at a time, the FIRST regex's tests first, each one's result
 # in /root/gpu_done.txt (kept while the machine stays warm), so that a later
 # call resumes where this one stopped; at most BUDGET seconds (default 540,
-# under the device tool's 600 s a call). Logs of failures go to $OUT.
+# under the device tool's 600 s a call; none starts with less than MIN_LEFT,
+# default 60, left). Logs of failures go to $OUT.
 # DONE_BEFORE names a gpu_done.txt brought back from an earlier machine: its
 # tests are not run again on this one.
 # MPS=1 starts an MPS daemon first (default pipe folder, left running), so
@@ -27,12 +28,14 @@ deadline=$((SECONDS + ${BUDGET:-540}))
 n=0
 while read -r t; do
   grep -q "^$t " $DONE && continue
-  left=$((deadline - SECONDS)); [ $left -le 5 ] && break
+  # A test cut at the call's limit leaves its ranks (and under MPS the
+  # server) in a state that fails the next tests: start none too late.
+  left=$((deadline - SECONDS)); [ $left -le ${MIN_LEFT:-60} ] && break
   t0=$SECONDS
   timeout $left ctest --test-dir $B -R "^$t\$" --output-on-failure > /tmp/t.log 2>&1 < /dev/null
   rc=$?
   st=$(grep -oE "Passed|\*\*\*Failed|\*\*\*Skipped|\*\*\*Timeout|\*\*\*Exception[^ ]*|Not Run" /tmp/t.log | head -1)
-  [ $rc -eq 124 ] && st="CUT(call limit)"
+  if [ $rc -eq 124 ]; then st="CUT(call limit)"; pkill -9 -f "$PWD/$B/" ; fi
   echo "$t ${st:-?} $((SECONDS - t0))s" | tee -a $DONE
   case "$st" in Passed|"***Skipped") ;; *) cp /tmp/t.log "$OUT/fail_$t.log";; esac
   n=$((n+1))
