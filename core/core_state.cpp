@@ -8,6 +8,7 @@
 #include "peer_args.h"
 
 #include "ipc_cache.hpp"
+#include "team_state.hpp"
 
 #include "gpucoll_core.h"
 
@@ -68,6 +69,7 @@ extern "C" const gpucoll_config_t *gpucoll_core_config(void) { return &g_config;
 
 extern "C" void gpucoll_core_release_caches(void)
 {
+    gpucoll::free_parked_gpu();
     gpucoll::release_host_cache();
     gpucoll::release_process_ipc_cache();
     gpucoll::release_copy_streams();

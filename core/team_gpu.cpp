@@ -3,14 +3,56 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "device_guard.hpp"
 #include "gpu_error.hpp"
+#include "stand_in_pool.hpp"
+#include "team_park.hpp"
 #include "team_state.hpp"
 
 namespace gpucoll {
 
 namespace {
+
+static_assert(sizeof(gpuIpcMemHandle_t) == sizeof(ParkedMapping::handle), "an IPC handle is 64 bytes");
+
+ParkStore &park_store()
+{
+    // Never destroyed: free_parked_gpu empties it while the GPU runtime is up.
+    static ParkStore *store = new ParkStore(ParkReleaser{
+        [](int d, void *p, void *) { DeviceGuard g(d); (void)gpuFree(p); },
+        [](int d, void *p, void *) { DeviceGuard g(d); (void)gpuFreeHost(p); },
+        [](int d, void *p, void *) { DeviceGuard g(d); (void)gpuIpcCloseMemHandle(p); },
+        [](void *pool, void *) { delete static_cast<StandInPool *>(pool); }, nullptr});
+    return *store;
+}
+
+// Ranks sharing a GPU (core/team_park.hpp).
+bool parks_at_end(const gpucoll_team *t) { return t->share.ranks > 1; }
+
+size_t scratch_total(const gpucoll_team *t, size_t ll_bytes) { return kDataOffset + 2 * t->half_bytes + ll_bytes; }
+
+// The completion and give-up words in page-locked memory, an ended team's
+// where one waits.
+gpucoll_status_t take_words(gpucoll_team *t, int device)
+{
+    void *error = nullptr, *done = nullptr;
+    if (park_store().take_words(device, &error, &done)) {
+        t->error = static_cast<int *>(error);
+        t->kernels_done = static_cast<uint64_t *>(done);
+    } else {
+        gpuError_t e;
+        if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
+            return gpu_error("allocating error flag", e);
+        if ((e = gpuHostAlloc((void **)&t->kernels_done, sizeof(uint64_t), gpuHostAllocMapped | gpuHostAllocPortable)) !=
+            gpuSuccess)
+            return gpu_error("allocating the completion word of the kernels", e);
+    }
+    *t->error = 0;
+    *t->kernels_done = 0;
+    return GPUCOLL_SUCCESS;
+}
 
 // This rank's half of GPU setup: scratch, its IPC handle, a stream.
 gpucoll_status_t setup_local(gpucoll_team *t, int device)
@@ -26,8 +68,10 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     size_t ll_bytes = ll_max ? ll_area_bytes(ll_max) : 0;
     gpucoll_status_t st = load_kernels_once(device);
     if (st != GPUCOLL_SUCCESS) return st;
-    gpuError_t e = gpuMalloc((void **)&t->scratch[t->rank], kDataOffset + 2 * t->half_bytes + ll_bytes);
-    if (e != gpuSuccess) return gpu_error("allocating peer scratch", e);
+    gpuError_t e = gpuSuccess;
+    t->scratch[t->rank] = static_cast<char *>(park_store().take_scratch(device, scratch_total(t, ll_bytes)));
+    if (!t->scratch[t->rank] && (e = gpuMalloc((void **)&t->scratch[t->rank], scratch_total(t, ll_bytes))) != gpuSuccess)
+        return gpu_error("allocating peer scratch", e);
     // The flags and the give-up word (kernels/peer_args.h) start at 0.
     if ((e = gpuMemset(t->scratch[t->rank], 0, kDataOffset)) != gpuSuccess) return gpu_error("clearing flags", e);
     if (ll_bytes && (e = gpuMemset(ll_area(t), 0, ll_bytes)) != gpuSuccess)
@@ -51,13 +95,7 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     if ((e = gpuStreamCreateWithFlags(&t->queued_stream, gpuStreamNonBlocking)) != gpuSuccess ||
         (e = gpuEventCreateWithFlags(&t->queued_after_default, gpuEventDisableTiming)) != gpuSuccess)
         return gpu_error("creating the stream of queued calls", e);
-    if ((e = gpuHostAlloc((void **)&t->error, sizeof(int), gpuHostAllocMapped | gpuHostAllocPortable)) != gpuSuccess)
-        return gpu_error("allocating error flag", e);
-    *t->error = 0;
-    if ((e = gpuHostAlloc((void **)&t->kernels_done, sizeof(uint64_t), gpuHostAllocMapped | gpuHostAllocPortable)) !=
-        gpuSuccess)
-        return gpu_error("allocating the completion word of the kernels", e);
-    *t->kernels_done = 0;
+    if ((st = take_words(t, device)) != GPUCOLL_SUCCESS) return st;
     // Without it every call launches its own kernel, which is as correct.
     if (config().resident_us > 0) {
         if (t->resident.init() != GPUCOLL_SUCCESS && config().verbose >= 10)
@@ -108,6 +146,9 @@ gpucoll_status_t setup_peers(gpucoll_team *t)
                                 peer.bus_id, mode == GPUCOLL_SHARED_GPU_OFF ? "shared_gpu is off"
                                                                            : "without MPS; shared_gpu=on would run "
                                                                              "them, a time slice per wait");
+        t->scratch[r] = static_cast<char *>(
+            park_store().take_mapping(t->device, reinterpret_cast<const unsigned char *>(&peer.handle)));
+        if (t->scratch[r]) continue; // an ended team's mapping of the same allocation
         gpuError_t e = gpuIpcOpenMemHandle((void **)&t->scratch[r], peer.handle, gpuIpcMemLazyEnablePeerAccess);
         if (e != gpuSuccess) {
             t->scratch[r] = nullptr;
@@ -215,17 +256,44 @@ void ipc_after_call(gpucoll_team *t) noexcept
     t->ipc->close_unused();
 }
 
+namespace {
+
+// Frees or parks (team_park.hpp) the scratch and its mappings.
+void release_scratch(gpucoll_team *t, bool park)
+{
+    const size_t ll_bytes = config().ll_max_bytes ? ll_area_bytes(config().ll_max_bytes) : 0;
+    for (int r = 0; r < t->size; r++) {
+        if (!t->scratch[r]) continue;
+        if (r == t->rank) {
+            if (park) park_store().park_scratch(t->device, scratch_total(t, ll_bytes), t->scratch[r]);
+            else gpuFree(t->scratch[r]);
+        } else if (park) {
+            ParkedMapping m{t->device, {}, t->scratch[r]};
+            memcpy(m.handle, &t->shm->ranks[r].handle, sizeof m.handle);
+            park_store().park_mapping(m);
+        } else {
+            gpuIpcCloseMemHandle(t->scratch[r]);
+        }
+        t->scratch[r] = nullptr;
+    }
+}
+
+} // namespace
+
+StandInPool *unpark_stand_ins(int device) { return static_cast<StandInPool *>(park_store().take_pool(device)); }
+
+void free_parked_gpu() { park_store().free_all(); }
+
 void release_gpu(gpucoll_team *t)
 {
     if (t->device < 0) return;
     DeviceGuard g(t->device);
+    const bool park = parks_at_end(t);
     t->resident.release(); // it reads the scratch
-    release_queued(t);     // so do queued kernels (drained, or ended on a gone peer)
-    for (int r = 0; r < t->size; r++) {
-        if (!t->scratch[r]) continue;
-        if (r == t->rank) gpuFree(t->scratch[r]);
-        else gpuIpcCloseMemHandle(t->scratch[r]);
-    }
+    if (park && t->stand_ins) park_store().park_pool(t->device, t->stand_ins);
+    if (park) t->stand_ins = nullptr;
+    release_queued(t); // queued kernels read the scratch too (drained, or ended on a gone peer)
+    release_scratch(t, park);
     if (t->ipc) remove_process_ipc_ring(&t->shm->ranks[t->rank].freed); // before the shared memory goes
     t->ipc = nullptr; // the process's cache outlives teams
     if (t->stream) {
@@ -235,8 +303,14 @@ void release_gpu(gpucoll_team *t)
     }
     if (t->after_default) gpuEventDestroy(t->after_default);
     unwatch_team(t); // no kernel of the team is left to read the error word
-    if (t->error) gpuFreeHost(t->error);
-    if (t->kernels_done) gpuFreeHost(t->kernels_done);
+    if (park && t->error && t->kernels_done) {
+        park_store().park_words(t->device, t->error, t->kernels_done);
+    } else {
+        if (t->error) gpuFreeHost(t->error);
+        if (t->kernels_done) gpuFreeHost(t->kernels_done);
+    }
+    t->error = nullptr;
+    t->kernels_done = nullptr;
 }
 
 } // namespace gpucoll

@@ -85,23 +85,24 @@ bool on_team_gpu(const gpucoll_team *t, const void *p)
 StandInAllocator device_allocator(gpucoll_team *t)
 {
     StandInAllocator a{};
-    a.ctx = t;
+    // The device, not the team: a pool outlives its team where it is parked.
+    a.ctx = reinterpret_cast<void *>(static_cast<intptr_t>(t->device));
     a.device_alloc = [](size_t bytes, void *ctx) -> void * {
-        DeviceGuard g(static_cast<gpucoll_team *>(ctx)->device);
+        DeviceGuard g(static_cast<int>(reinterpret_cast<intptr_t>(ctx)));
         void *p = nullptr;
         if (gpuMalloc(&p, bytes) == gpuSuccess) return p;
         (void)gpuGetLastError(); // ours, handled: not for the next call to find
         return nullptr;
     };
     a.mapped_host_alloc = [](size_t bytes, void *ctx) -> void * {
-        DeviceGuard g(static_cast<gpucoll_team *>(ctx)->device);
+        DeviceGuard g(static_cast<int>(reinterpret_cast<intptr_t>(ctx)));
         void *p = nullptr;
         if (gpuHostAlloc(&p, bytes, gpuHostAllocMapped | gpuHostAllocPortable) == gpuSuccess) return p;
         (void)gpuGetLastError();
         return nullptr;
     };
     a.release = [](void *p, bool host, void *ctx) {
-        DeviceGuard g(static_cast<gpucoll_team *>(ctx)->device);
+        DeviceGuard g(static_cast<int>(reinterpret_cast<intptr_t>(ctx)));
         (void)(host ? gpuFreeHost(p) : gpuFree(p));
     };
     return a;
@@ -112,6 +113,7 @@ StandInPool::Block *take_temp(gpucoll_team *t, size_t bytes)
     {
         std::lock_guard<std::mutex> lock(t->temps_mu);
         // Idle stand-ins are kept up to the staging cache's budget.
+        if (!t->stand_ins) t->stand_ins = unpark_stand_ins(t->device);
         if (!t->stand_ins) t->stand_ins = new StandInPool(device_allocator(t), config().staging_cache_bytes);
     }
     StandInPool::Block *b = t->stand_ins->take(bytes);

@@ -283,7 +283,13 @@ gpucoll_status_t abandon_call(gpucoll_team *t, gpucoll_status_t st);
 // The GPU side (core/team_gpu.cpp). setup_gpu is collective: every rank
 // calls it at the same call, and all end up ready or none (t->gpu).
 gpucoll_status_t setup_gpu(gpucoll_team *t, int device);
+// Frees the team's GPU side, or, where its ranks share a GPU, keeps it for
+// the next team (core/team_park.hpp says why).
 void release_gpu(gpucoll_team *t);
+// A stand-in pool an ended team on `device` left (nullptr: none).
+gpucoll::StandInPool *unpark_stand_ins(int device);
+// Frees what ended teams left (the process leaves: no peer launches more).
+void free_parked_gpu();
 
 // The calls that may run without a host agreement (queued: nonblocking and
 // persistent; stream-ordered): the six kinds with one count per rank,
