@@ -9,12 +9,18 @@
 # tests are not run again on this one.
 # MPS=1 starts an MPS daemon first (default pipe folder, left running), so
 # that the suite runs with every rank on one GPU under MPS.
+# LANES=2 on a machine of 4 or more GPUs: the tests of at most 2 ranks run
+# two at a time, one on GPUs 0,1 and one on GPUs 2,3 (still a GPU per rank),
+# before the rest run one at a time on every GPU.
 #   FIRST='lifetime|late_rank' BUDGET=500 scripts/device_gpu_suite.sh
 set -u
 source .device/mpi-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 B=build; ALL=/root/gpu_all.txt; LIST=/root/gpu_list.txt; DONE=/root/gpu_done.txt
 FIRST=${FIRST:-lifetime|late_rank|gone_rank|outstanding|info_staged|ipc_release|op_types|stream_args|reduce_local_devices|gpu_args}
+# Starts its own MPS daemon: never beside another test.
+ALONE='^gpu_mps_shared_gpu$'
+SMALL='np[12]([^0-9]|$)|^gpu_(pointer_query|launch_while_running|peer_give_up|one_rank_on_gpu|reduce_local_devices)$'
 if [ ! -f $LIST ]; then
   ctest --test-dir $B -N -L gpu | sed -n 's/^ *Test *#[0-9]*: //p' > $ALL
   { grep -E "$FIRST" $ALL; grep -vE "$FIRST" $ALL; } > $LIST
@@ -25,21 +31,36 @@ if [ "${MPS:-0}" = 1 ] && ! pgrep -f "nvidia-cuda-mps-control -d" >/dev/null; th
   setsid nvidia-cuda-mps-control -d && echo "MPS daemon started"
 fi
 deadline=$((SECONDS + ${BUDGET:-540}))
-n=0
-while read -r t; do
-  grep -q "^$t " $DONE && continue
-  # A test cut at the call's limit leaves its ranks (and under MPS the
-  # server) in a state that fails the next tests: start none too late.
-  left=$((deadline - SECONDS)); [ $left -le ${MIN_LEFT:-60} ] && break
-  t0=$SECONDS
-  timeout $left ctest --test-dir $B -R "^$t\$" --output-on-failure > /tmp/t.log 2>&1 < /dev/null
-  rc=$?
-  st=$(grep -oE "Passed|\*\*\*Failed|\*\*\*Skipped|\*\*\*Timeout|\*\*\*Exception[^ ]*|Not Run" /tmp/t.log | head -1)
-  if [ $rc -eq 124 ]; then st="CUT(call limit)"; pkill -9 -f "$PWD/$B/" ; fi
-  echo "$t ${st:-?} $((SECONDS - t0))s" | tee -a $DONE
-  case "$st" in Passed|"***Skipped") ;; *) cp /tmp/t.log "$OUT/fail_$t.log";; esac
-  n=$((n+1))
-done < $LIST
-echo "ran $n this call; done $(wc -l < $DONE) of $(wc -l < $LIST)"
+
+# run_tests LANE_NAME < list: the tests not yet done, while time is left.
+run_tests() {
+  local lane=$1 t t0 left rc st log=/tmp/t_$1.log n=0
+  while read -r t; do
+    grep -q "^$t " $DONE && continue
+    # A test cut at the call's limit leaves its ranks (and under MPS the
+    # server) in a state that fails the next tests: start none too late.
+    left=$((deadline - SECONDS)); [ $left -le ${MIN_LEFT:-60} ] && break
+    t0=$SECONDS
+    timeout $left ctest --test-dir $B -R "^$t\$" --output-on-failure > $log 2>&1 < /dev/null
+    rc=$?
+    st=$(grep -oE "Passed|\*\*\*Failed|\*\*\*Skipped|\*\*\*Timeout|\*\*\*Exception[^ ]*|Not Run" $log | head -1)
+    if [ $rc -eq 124 ]; then st="CUT(call limit)"; pkill -9 -f "$PWD/$B/" ; fi
+    echo "$t ${st:-?} $((SECONDS - t0))s $lane" | tee -a $DONE
+    case "$st" in Passed|"***Skipped") ;; *) cp $log "$OUT/fail_$t.log";; esac
+    n=$((n+1))
+  done
+  echo "lane $lane ran $n"
+}
+
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "${LANES:-1}" = 2 ] && [ "$ngpu" -ge 4 ]; then
+  grep -E "$SMALL" $LIST | grep -vE "$ALONE" > /root/gpu_small.txt
+  awk 'NR % 2 == 1' /root/gpu_small.txt | CUDA_VISIBLE_DEVICES=0,1 run_tests a &
+  awk 'NR % 2 == 0' /root/gpu_small.txt | CUDA_VISIBLE_DEVICES=2,3 run_tests b &
+  wait
+fi
+grep -vE "$ALONE" $LIST | run_tests all
+grep -E "$ALONE" $LIST | run_tests all
+echo "done $(wc -l < $DONE) of $(wc -l < $LIST)"
 cp $DONE "$OUT/gpu_done.txt"
 awk '{print $2}' $DONE | sort | uniq -c
