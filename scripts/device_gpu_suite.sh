@@ -6,12 +6,16 @@
 # under the device tool's 600 s a call; none starts with less than MIN_LEFT,
 # default 60, left). Logs of failures go to $OUT.
 # DONE_BEFORE names a gpu_done.txt brought back from an earlier machine: its
-# tests are not run again on this one.
+# tests are not run again on this one. TIMES names a gpu_done.txt of an
+# earlier run (e.g. docs/data/session19_h200x4_gpu_suite.txt): a test that
+# took longer there than this call has left waits for the next call.
 # MPS=1 starts an MPS daemon first (default pipe folder, left running), so
 # that the suite runs with every rank on one GPU under MPS.
-# LANES=2 on a machine of 4 or more GPUs: the tests of at most 2 ranks run
-# two at a time, one on GPUs 0,1 and one on GPUs 2,3 (still a GPU per rank),
-# before the rest run one at a time on every GPU.
+# LANES=2 on a machine of 4 or more GPUs runs tests side by side, each rank
+# still on a GPU of its own where the test asks for that: first the tests
+# that put every rank on one GPU (--one-gpu; without MPS they time-slice,
+# the slowest of the suite), one per GPU; then those of at most 2 ranks, one
+# on GPUs 0,1 and one on GPUs 2,3; then the rest one at a time.
 #   FIRST='lifetime|late_rank' BUDGET=500 scripts/device_gpu_suite.sh
 set -u
 source .device/mpi-env.sh
@@ -32,14 +36,25 @@ if [ "${MPS:-0}" = 1 ] && ! pgrep -f "nvidia-cuda-mps-control -d" >/dev/null; th
 fi
 deadline=$((SECONDS + ${BUDGET:-540}))
 
-# run_tests LANE_NAME < list: the tests not yet done, while time is left.
+# run_tests LANE_NAME < list: the tests not yet done, while time is left;
+# lanes reading the same list share it, each test taken by the first lane
+# that claims it.
+CLAIMS=$(mktemp -d)
+took() { # seconds the test took in TIMES (a gpu_done.txt), 0 if unknown
+  [ -n "${TIMES:-}" ] || { echo 0; return; }
+  awk -v t="$1" '$1 == t { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+s$/) { sub("s", "", $i); print $i; exit } }
+                 END { print 0 }' "$TIMES" | head -1
+}
 run_tests() {
   local lane=$1 t t0 left rc st log=/tmp/t_$1.log n=0
   while read -r t; do
     grep -q "^$t " $DONE && continue
     # A test cut at the call's limit leaves its ranks (and under MPS the
-    # server) in a state that fails the next tests: start none too late.
+    # server) in a state that fails the next tests: start none too late,
+    # nor one that took longer than what is left in an earlier run (TIMES).
     left=$((deadline - SECONDS)); [ $left -le ${MIN_LEFT:-60} ] && break
+    [ $(( $(took "$t") + 15 )) -ge $left ] && continue
+    mkdir "$CLAIMS/$t" 2>/dev/null || continue
     t0=$SECONDS
     timeout $left ctest --test-dir $B -R "^$t\$" --output-on-failure > $log 2>&1 < /dev/null
     rc=$?
@@ -54,13 +69,19 @@ run_tests() {
 
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "${LANES:-1}" = 2 ] && [ "$ngpu" -ge 4 ]; then
-  grep -E "$SMALL" $LIST | grep -vE "$ALONE" > /root/gpu_small.txt
-  awk 'NR % 2 == 1' /root/gpu_small.txt | CUDA_VISIBLE_DEVICES=0,1 run_tests a &
-  awk 'NR % 2 == 0' /root/gpu_small.txt | CUDA_VISIBLE_DEVICES=2,3 run_tests b &
+  ctest --test-dir $B -N -V -L gpu |
+    awk '/Test command:/{c=$0} /^ *Test *#[0-9]+: /{if (c ~ /--one-gpu/) print $3}' > /root/gpu_one.txt
+  grep -xFf /root/gpu_one.txt $LIST | grep -vE "$ALONE" > /root/gpu_phase1.txt
+  for g in $(seq 0 $((ngpu - 1))); do CUDA_VISIBLE_DEVICES=$g run_tests g$g < /root/gpu_phase1.txt & done
+  wait
+  grep -E "$SMALL" $LIST | grep -vE "$ALONE" > /root/gpu_phase2.txt
+  CUDA_VISIBLE_DEVICES=0,1 run_tests a < /root/gpu_phase2.txt &
+  CUDA_VISIBLE_DEVICES=2,3 run_tests b < /root/gpu_phase2.txt &
   wait
 fi
 grep -vE "$ALONE" $LIST | run_tests all
 grep -E "$ALONE" $LIST | run_tests all
+rm -rf "$CLAIMS"
 echo "done $(wc -l < $DONE) of $(wc -l < $LIST)"
 cp $DONE "$OUT/gpu_done.txt"
 awk '{print $2}' $DONE | sort | uniq -c
