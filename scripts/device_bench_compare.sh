@@ -13,10 +13,16 @@ nccl_lib=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl
 export LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH"
 NP=${NP:-4}
 BENCH="build/tools/gpucoll_bench/gpucoll-bench -C allreduce,bcast,allgather,reduce_scatter,alltoall -b 8 -e 256M -f 16 --mode all -t ${TL:-0.15}"
-for which in base new; do
-  [ $which = base ] && path=/root/basebuild/component:$sys || path=$PWD/build/component:$sys
-  paths=mpi; [ $which = new ] && paths=${PATHS:-mpi,nccl}
-  t0=$SECONDS
-  OMPI_MCA_mca_base_component_path=$path timeout ${BT:-280} mpirun -n $NP --bind-to none $BENCH --paths $paths --csv $OUT/bench_${which}_np$NP.csv > $OUT/bench_${which}_np$NP.log 2>&1
-  echo "bench $which: rc $? $((SECONDS - t0)) s"
+# REPEAT=n runs the pair n times, alternating (CSV names get _rK from the
+# second on), so that a difference can be told from one run's spread.
+for r in $(seq 1 ${REPEAT:-1}); do
+  sfx=""; [ $r -gt 1 ] && sfx="_r$r"
+  for which in base new; do
+    [ $which = base ] && path=/root/basebuild/component:$sys || path=$PWD/build/component:$sys
+    paths=mpi; [ $which = new ] && paths=${PATHS:-mpi,nccl}
+    t0=$SECONDS
+    OMPI_MCA_mca_base_component_path=$path timeout ${BT:-280} mpirun -n $NP --bind-to none $BENCH --paths $paths \
+      --csv $OUT/bench_${which}_np$NP$sfx.csv > $OUT/bench_${which}_np$NP$sfx.log 2>&1
+    echo "bench $which$sfx: rc $? $((SECONDS - t0)) s"
+  done
 done
