@@ -39,6 +39,7 @@ constexpr bool on_one_gpu(const Call &c) { return c.nranks > 1 && c.share.ranks 
 
 // Conditions of the automatic choice (Entry::chosen_when).
 constexpr bool always(const Call &) { return true; }
+constexpr bool never(const Call &) { return false; }
 // A call whose buffers are all mapped runs zero-copy; allreduce's one-shot
 // is the exception (below).
 constexpr bool not_mapped(const Call &c) { return !c.direct; }
@@ -119,6 +120,9 @@ constexpr Entry kTable[] = {
      style_pulls},
     {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false, true, always},
     {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false, false, not_mapped},
+    // Through scratch with each byte leaving the root once (kernels/bcast_forward.cuh). Forced only until
+    // it is measured against `bcast` on a GPU.
+    {"bcast_forward", GPUCOLL_COLL_BCAST, PeerAlgo::BcastForward, Protocol::Scratch, false, 0, false, false, never},
     // Zero-copy alltoall is alltoallv's kernel with equal blocks: each byte moves once, not in and out of
     // scratch (H100, 2 ranks under MPS, 128 MiB: see docs/performance.md). There is no pull kernel.
     {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, true, false,

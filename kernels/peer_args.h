@@ -62,7 +62,10 @@ enum class PeerAlgo : int {
     AllgatherLL,          // store the input into every peer's area; copy out every rank's lines
     BcastLL,              // the root stores its buffer into every peer's area; the others copy it out
     ReduceLL,             // the others store their input into the root's area; the root reduces the lines
-    AlltoallLL            // store block p of the input into rank p's area; copy out every rank's lines
+    AlltoallLL,           // store block p of the input into rank p's area; copy out every rank's lines
+    // Through scratch again, for buffers that are not mapped.
+    BcastForward          // root stores slice j into receiver j's scratch, barrier, receiver j forwards it to the
+                          // others' scratch, barrier, each copies out (kernels/bcast_forward.cuh)
 };
 
 // The LL area follows the two scratch halves: [parity][from rank] slots of
@@ -162,7 +165,8 @@ constexpr bool moves_bytes(PeerAlgo a)
     return a == PeerAlgo::Allgather || a == PeerAlgo::Bcast || a == PeerAlgo::Alltoall ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllgatherPush ||
            a == PeerAlgo::BcastPush || a == PeerAlgo::BcastSpread || a == PeerAlgo::AllgatherLL ||
-           a == PeerAlgo::BcastLL || a == PeerAlgo::AlltoallLL || a == PeerAlgo::VectorPush;
+           a == PeerAlgo::BcastLL || a == PeerAlgo::AlltoallLL || a == PeerAlgo::VectorPush ||
+           a == PeerAlgo::BcastForward;
 }
 
 constexpr bool is_ll(PeerAlgo a)

@@ -13,6 +13,7 @@ __device__ void run_scratch_move(const PeerArgs &a)
     case PeerAlgo::AlltoallLL: alltoall_ll(a); break;
     case PeerAlgo::Allgather: run_steps<allgather_step>(a); break;
     case PeerAlgo::Bcast: run_steps<bcast_step>(a); break;
+    case PeerAlgo::BcastForward: run_steps<bcast_forward_step>(a); break;
     case PeerAlgo::Alltoall: run_steps<alltoall_step>(a); break;
     default: break;
     }

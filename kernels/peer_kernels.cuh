@@ -17,6 +17,7 @@
 #include "alltoall_ll.cuh"
 #include "bcast.cuh"
 #include "bcast_direct.cuh"
+#include "bcast_forward.cuh"
 #include "bcast_ll.cuh"
 #include "bcast_push.cuh"
 #include "bcast_spread.cuh"

@@ -151,7 +151,8 @@ static const gpu_param_t gpu_params[] = {
      .help = "Bcast over peer memory: auto (zero-copy from direct_min_bytes where every buffer can be "
              "mapped: bcast_spread (the root copies a slice too) where all ranks share one GPU, "
              "bcast_push, or bcast_direct (loads) with direct_style=pull; else bcast_ll up to "
-             "ll_max_bytes, bcast through scratch above), or one algorithm by name." ALGORITHM_HELP_TAIL},
+             "ll_max_bytes, bcast through scratch above), or one algorithm by name; bcast_forward (through "
+             "scratch, each byte leaving the root once) is chosen only by name." ALGORITHM_HELP_TAIL},
     {.name = "allgather_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_ALLGATHER), .level = OPAL_INFO_LVL_5, .def.i = 0,
      .help = "Allgather over peer memory: auto (zero-copy from direct_min_bytes (all blocks) where every "
              "buffer can be mapped: allgather_push, or allgather_direct (loads) with direct_style=pull; "

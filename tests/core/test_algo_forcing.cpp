@@ -194,6 +194,17 @@ int main()
               p.algo == PeerAlgo::Bcast && p.forced_refused && std::strstr(p.forced_refused, "nonblocking"));
         CHECK(make_plan(call(GPUCOLL_COLL_BCAST, (256u << 10) + 1, false), 0, 4, c, false, &p) &&
               p.algo == PeerAlgo::Bcast && p.forced_refused && std::strstr(p.forced_refused, "ll_max_bytes"));
+        // Forced only: through scratch in every mode (queued too: every rank waits for every
+        // other), and never the automatic choice.
+        force_algorithm(&c, GPUCOLL_COLL_BCAST, "bcast_forward");
+        for (bool queued : {false, true})
+            for (size_t bytes : {(size_t)64, (size_t)8 << 20})
+                CHECK(make_plan(call(GPUCOLL_COLL_BCAST, bytes, false), 0, 4, c, false, &p, GpuShare{}, queued) &&
+                      p.algo == PeerAlgo::BcastForward && !p.forced_refused);
+        for (bool queued : {false, true})
+            for (size_t bytes : {(size_t)64, (size_t)8 << 20, (size_t)1 << 30})
+                CHECK(make_plan(call(GPUCOLL_COLL_BCAST, bytes, false), 0, 4, base, false, &p, GpuShare{}, queued) &&
+                      p.algo != PeerAlgo::BcastForward);
         force_algorithm(&c, GPUCOLL_COLL_ALLTOALL, "alltoall_ll"); // in place it could overwrite a block
         CHECK(make_plan(call(GPUCOLL_COLL_ALLTOALL, 64, true), 0, 4, c, false, &p) &&
               p.algo == PeerAlgo::Alltoall && p.forced_refused);

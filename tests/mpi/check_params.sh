@@ -39,7 +39,7 @@ value_of() { echo "$parsable" | grep "^mca:coll:gpu:param:coll_gpu_$1:enumerator
 check_values allreduce_algorithm allreduce_ll allreduce_oneshot allreduce_push allreduce_writes allreduce_direct \
   allreduce_twoshot
 check_values reduce_algorithm reduce_ll reduce
-check_values bcast_algorithm bcast_spread bcast_push bcast_direct bcast_ll bcast
+check_values bcast_algorithm bcast_spread bcast_push bcast_direct bcast_ll bcast bcast_forward
 check_values allgather_algorithm allgather_push allgather_direct allgather_ll allgather
 check_values reduce_scatter_block_algorithm reduce_scatter_direct reduce_scatter_block_ll reduce_scatter_block
 check_values alltoall_algorithm alltoall_push alltoall_ll alltoall

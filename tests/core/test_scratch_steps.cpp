@@ -1,0 +1,239 @@
+// The barrier-based scratch kernels (run_steps of kernels/*.cuh) run on the
+// host: every GPU thread of every rank is a std::thread, __syncthreads a
+// barrier of its block, the ranks' scratch host memory, and the flags
+// acquire/release atomics, which is what the kernels ask of the GPU. A rank
+// runs its calls one after another with all its threads done between two
+// (stream order), while other ranks may still be in an earlier call: so a
+// rank that runs ahead (bcast_forward's root) is caught if it writes where
+// a peer still reads. Checks the results of many steps per call (scratch
+// halves far smaller than the messages), tails, every root, 2-4 ranks,
+// aligned and unaligned buffers, and calls back to back.
+#include "kernel_host_shim.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "peer_kernels.cuh"
+
+using namespace gpucoll;
+
+#include "../common/check.h"
+
+namespace {
+
+class Barrier {
+public:
+    explicit Barrier(int n) : n_(n) {}
+    void wait()
+    {
+        std::unique_lock<std::mutex> lock(mu_);
+        const uint64_t gen = gen_;
+        if (++count_ == n_) {
+            count_ = 0;
+            gen_++;
+            cv_.notify_all();
+        } else {
+            cv_.wait(lock, [&] { return gen_ != gen; });
+        }
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    int n_, count_ = 0;
+    uint64_t gen_ = 0;
+};
+
+struct BlockSync {
+    Barrier bar;
+    std::atomic<int> any{0};
+    explicit BlockSync(int threads) : bar(threads) {}
+};
+thread_local BlockSync *t_block;
+
+} // namespace
+
+void __syncthreads() { t_block->bar.wait(); }
+int gpu_block_any(int predicate)
+{
+    if (predicate) t_block->any.store(1);
+    __syncthreads();
+    int r = t_block->any.load();
+    __syncthreads();
+    if (threadIdx.x == 0) t_block->any.store(0);
+    __syncthreads();
+    return r;
+}
+void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+uint64_t gpu_global_timer_ns()
+{
+    return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+int atomicExch(int *address, int value) { return __atomic_exchange_n(address, value, __ATOMIC_SEQ_CST); }
+int atomicCAS(int *address, int compare, int value)
+{
+    __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    return compare;
+}
+unsigned atomicAdd(unsigned *address, unsigned value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }
+void gpu_store_release_sys(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+uint64_t gpu_load_acquire_sys(const uint64_t *p)
+{
+    std::this_thread::yield(); // the waits spin; the threads that end them share two cores
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+namespace {
+
+constexpr size_t kHalf = 256; // bytes per scratch half: a call of a few KiB takes many steps
+constexpr unsigned kGrid = 3, kBlock = 4;
+
+struct Buf {
+    char *p;
+    size_t n;
+    explicit Buf(size_t bytes) : p(static_cast<char *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))), n(bytes) {}
+    ~Buf() { std::free(p); }
+};
+
+// One call of a sequence: what every rank passes.
+struct Call {
+    PeerAlgo algo;
+    size_t bytes;
+    int root;
+    size_t offset; // into the buffers: 0 keeps 16-byte alignment
+};
+
+struct World {
+    int n;
+    std::vector<std::unique_ptr<Buf>> scratch;
+    int error[kMaxPeers] = {};
+    explicit World(int nranks) : n(nranks)
+    {
+        for (int r = 0; r < n; r++) {
+            scratch.emplace_back(new Buf(kDataOffset + 2 * kHalf));
+            std::memset(scratch.back()->p, 0, scratch.back()->n);
+        }
+    }
+};
+
+unsigned char input_byte(int call, size_t i) { return (unsigned char)(call * 37 + i * 11 + (i >> 8)); }
+
+// Runs `calls` on every rank, each rank's threads all done with call c
+// before any starts c + 1; rank r's buffers for call c are bufs[r][c].
+void run(World &w, const std::vector<Call> &calls, std::vector<std::vector<std::unique_ptr<Buf>>> &bufs)
+{
+    std::vector<uint64_t> epoch0(calls.size());
+    uint64_t e = 1;
+    for (size_t c = 0; c < calls.size(); c++) {
+        epoch0[c] = e;
+        const size_t chunk = kHalf; // bytes: one area in all (areas_per_rank 0)
+        e += (calls[c].bytes + chunk - 1) / chunk;
+    }
+    std::vector<std::unique_ptr<Barrier>> stream;
+    std::vector<std::unique_ptr<BlockSync>> blocks;
+    for (int r = 0; r < w.n; r++) stream.emplace_back(new Barrier(kGrid * kBlock));
+    for (int i = 0; i < w.n * (int)kGrid; i++) blocks.emplace_back(new BlockSync(kBlock));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < w.n; r++)
+        for (unsigned b = 0; b < kGrid; b++)
+            for (unsigned t = 0; t < kBlock; t++)
+                threads.emplace_back([&, r, b, t] {
+                    gridDim.x = kGrid;
+                    blockDim.x = kBlock;
+                    blockIdx.x = b;
+                    threadIdx.x = t;
+                    t_block = blocks[r * kGrid + b].get();
+                    for (size_t c = 0; c < calls.size(); c++) {
+                        const Call &call = calls[c];
+                        PeerArgs a{};
+                        a.algo = call.algo;
+                        a.rank = r;
+                        a.nranks = w.n;
+                        a.root = call.root;
+                        a.src = bufs[r][c]->p + call.offset;
+                        a.dst = bufs[r][c]->p + call.offset; // bcast: in place everywhere
+                        a.count = call.bytes;
+                        a.chunk = kHalf;
+                        a.half_bytes = kHalf;
+                        a.epoch0 = epoch0[c];
+                        for (int p = 0; p < w.n; p++) a.scratch[p] = w.scratch[p]->p;
+                        a.timeout_ns = 30ull * 1000 * 1000 * 1000; // a broken kernel fails, not hangs
+                        a.error = &w.error[r];
+                        a.vector_ok = call.offset % 16 == 0;
+                        if (call.algo == PeerAlgo::BcastForward) run_steps<bcast_forward_step>(a);
+                        else run_steps<bcast_step>(a);
+                        stream[r]->wait();
+                    }
+                });
+    for (auto &t : threads) t.join();
+}
+
+// Every rank's buffer after a sequence of bcasts: the root's input, and
+// nothing written before or after the message.
+void check_bcasts(int nranks, const std::vector<Call> &calls, const char *what)
+{
+    World w(nranks);
+    std::vector<std::vector<std::unique_ptr<Buf>>> bufs(nranks);
+    const size_t guard = 32;
+    for (int r = 0; r < nranks; r++)
+        for (size_t c = 0; c < calls.size(); c++) {
+            bufs[r].emplace_back(new Buf(calls[c].offset + calls[c].bytes + guard));
+            std::memset(bufs[r][c]->p, 0xee, bufs[r][c]->n);
+            if (r == calls[c].root)
+                for (size_t i = 0; i < calls[c].bytes; i++)
+                    bufs[r][c]->p[calls[c].offset + i] = (char)input_byte((int)c, i);
+        }
+    run(w, calls, bufs);
+    for (int r = 0; r < nranks; r++) CHECK(w.error[r] == 0);
+    int wrong = 0;
+    for (int r = 0; r < nranks; r++)
+        for (size_t c = 0; c < calls.size(); c++) {
+            const Call &call = calls[c];
+            const char *b = bufs[r][c]->p;
+            for (size_t i = 0; i < bufs[r][c]->n; i++) {
+                const bool inside = i >= call.offset && i < call.offset + call.bytes;
+                const unsigned char want = inside ? input_byte((int)c, i - call.offset) : 0xee;
+                if ((unsigned char)b[i] != want && wrong++ < 5)
+                    std::fprintf(stderr, "%s: %d ranks, rank %d, call %zu (%zu bytes, root %d, offset %zu): byte %zu "
+                                         "is %#x, not %#x\n",
+                                 what, nranks, r, c, call.bytes, call.root, call.offset, i, (unsigned char)b[i], want);
+            }
+        }
+    CHECK(wrong == 0);
+}
+
+void check_algo(PeerAlgo algo, const char *what)
+{
+    for (int n = 2; n <= 4; n++) {
+        // One step, a tail, many steps; every root; then calls back to back
+        // with changing roots, so that a root that ran ahead meets its peers
+        // still in the call before.
+        for (size_t bytes : {(size_t)1, (size_t)100, kHalf, 5 * kHalf + 48, 9 * kHalf + 7})
+            for (int root = 0; root < n; root++)
+                for (size_t offset : {(size_t)0, (size_t)3}) check_bcasts(n, {{algo, bytes, root, offset}}, what);
+        std::vector<Call> seq;
+        for (int c = 0; c < 8; c++) seq.push_back({algo, (size_t)(c * 3 + 2) * kHalf / 2 + c, c % n, 0});
+        check_bcasts(n, seq, what);
+    }
+}
+
+} // namespace
+
+int main()
+{
+    check_algo(PeerAlgo::Bcast, "bcast");
+    check_algo(PeerAlgo::BcastForward, "bcast_forward");
+    std::printf("scratch_steps: %d failed\n", failures);
+    return failures ? 1 : 0;
+}
