@@ -11,11 +11,12 @@
 # took longer there than this call has left waits for the next call.
 # MPS=1 starts an MPS daemon first (default pipe folder, left running), so
 # that the suite runs with every rank on one GPU under MPS.
-# LANES=2 on a machine of 4 or more GPUs runs tests side by side, each rank
-# still on a GPU of its own where the test asks for that: first the tests
-# that put every rank on one GPU (--one-gpu; without MPS they time-slice,
-# the slowest of the suite), one per GPU; then those of at most 2 ranks, one
-# on GPUs 0,1 and one on GPUs 2,3; then the rest one at a time.
+# LANES=2 on a machine of 4 GPUs runs tests side by side, each rank still on
+# a GPU of its own where the test asks for that: the tests of at most 2
+# ranks on GPUs 0,1 and 2,3; the 3-rank ones on GPUs 0-2 while GPU 3 runs
+# tests that put every rank on one GPU (--one-gpu; without MPS they
+# time-slice, the slowest of the suite); the rest of the spread tests one at
+# a time; the rest of the one-GPU tests one per GPU.
 #   FIRST='lifetime|late_rank' BUDGET=500 scripts/device_gpu_suite.sh
 set -u
 source .device/mpi-env.sh
@@ -48,6 +49,7 @@ took() { # seconds the test took in TIMES (a gpu_done.txt), 0 if unknown
 run_tests() {
   local lane=$1 t t0 left rc st log=/tmp/t_$1.log n=0
   while read -r t; do
+    [ -e "$CLAIMS/.stop" ] && break
     grep -q "^$t " $DONE && continue
     # A test cut at the call's limit leaves its ranks (and under MPS the
     # server) in a state that fails the next tests: start none too late,
@@ -71,12 +73,21 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "${LANES:-1}" = 2 ] && [ "$ngpu" -ge 4 ]; then
   ctest --test-dir $B -N -V -L gpu |
     awk '/Test command:/{c=$0} /^ *Test *#[0-9]+: /{if (c ~ /--one-gpu/) print $3}' > /root/gpu_one.txt
-  grep -xFf /root/gpu_one.txt $LIST | grep -vE "$ALONE" > /root/gpu_phase1.txt
-  for g in $(seq 0 $((ngpu - 1))); do CUDA_VISIBLE_DEVICES=$g run_tests g$g < /root/gpu_phase1.txt & done
+  grep -xFf /root/gpu_one.txt $LIST | grep -vE "$ALONE" > /root/gpu_one_list.txt
+  grep -vxFf /root/gpu_one.txt $LIST | grep -vE "$ALONE" > /root/gpu_spread.txt
+  # Tests of at most 2 ranks, a GPU pair each.
+  grep -E "$SMALL" /root/gpu_spread.txt > /root/gpu_pairs.txt
+  CUDA_VISIBLE_DEVICES=0,1 run_tests a < /root/gpu_pairs.txt &
+  CUDA_VISIBLE_DEVICES=2,3 run_tests b < /root/gpu_pairs.txt &
   wait
-  grep -E "$SMALL" $LIST | grep -vE "$ALONE" > /root/gpu_phase2.txt
-  CUDA_VISIBLE_DEVICES=0,1 run_tests a < /root/gpu_phase2.txt &
-  CUDA_VISIBLE_DEVICES=2,3 run_tests b < /root/gpu_phase2.txt &
+  # 3 ranks on GPUs 0-2 while GPU 3 serves the one-GPU tests, until the 3-rank ones are done.
+  grep -E 'np3([^0-9]|$)' /root/gpu_spread.txt > /root/gpu_trios.txt
+  ( CUDA_VISIBLE_DEVICES=0,1,2 run_tests trio < /root/gpu_trios.txt; touch "$CLAIMS/.stop" ) &
+  CUDA_VISIBLE_DEVICES=3 run_tests g3 < /root/gpu_one_list.txt &
+  wait
+  rm -f "$CLAIMS/.stop"
+  run_tests all < /root/gpu_spread.txt
+  for g in $(seq 0 $((ngpu - 1))); do CUDA_VISIBLE_DEVICES=$g run_tests g$g < /root/gpu_one_list.txt & done
   wait
 fi
 grep -vE "$ALONE" $LIST | run_tests all
