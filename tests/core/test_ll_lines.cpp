@@ -21,6 +21,8 @@
 
 #include "peer_kernels.cuh"
 
+#include "kernel_host_atomics.h"
+
 using namespace gpucoll;
 
 #include "../common/check.h"
@@ -40,21 +42,7 @@ uint4 gpu_load_line(const uint4 *p)
     uint64_t lo = __atomic_load_n(q, __ATOMIC_ACQUIRE), hi = __atomic_load_n(q + 1, __ATOMIC_ACQUIRE);
     return uint4{(unsigned)lo, (unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32)};
 }
-uint64_t gpu_global_timer_ns()
-{
-    return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-int atomicExch(int *address, int value) { return __atomic_exchange_n(address, value, __ATOMIC_SEQ_CST); }
-int atomicCAS(int *address, int compare, int value)
-{
-    __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    return compare;
-}
-unsigned atomicAdd(unsigned *address, unsigned value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }
 // The give-up word (kernels/peer_sync.cuh: must_give_up).
-void gpu_store_release_sys(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 uint64_t gpu_load_acquire_sys(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
 namespace {

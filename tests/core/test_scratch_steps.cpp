@@ -11,7 +11,6 @@
 #include "kernel_host_shim.h"
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +21,8 @@
 #include <vector>
 
 #include "peer_kernels.cuh"
+
+#include "kernel_host_atomics.h"
 
 using namespace gpucoll;
 
@@ -74,20 +75,6 @@ int gpu_block_any(int predicate)
 }
 void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-uint64_t gpu_global_timer_ns()
-{
-    return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-int atomicExch(int *address, int value) { return __atomic_exchange_n(address, value, __ATOMIC_SEQ_CST); }
-int atomicCAS(int *address, int compare, int value)
-{
-    __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    return compare;
-}
-unsigned atomicAdd(unsigned *address, unsigned value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }
-void gpu_store_release_sys(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 uint64_t gpu_load_acquire_sys(const uint64_t *p)
 {
     std::this_thread::yield(); // the waits spin; the threads that end them share two cores
