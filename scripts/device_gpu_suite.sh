@@ -17,6 +17,10 @@
 # tests that put every rank on one GPU (--one-gpu; without MPS they
 # time-slice, the slowest of the suite); the rest of the spread tests one at
 # a time; the rest of the one-GPU tests one per GPU.
+# ONE_MPS=1 (with LANES=2) runs those one-GPU tests under MPS, as users who
+# share a GPU would: a private MPS daemon per GPU (its own pipe folder, the
+# GPU named by UUID, as NVIDIA advises), stopped before the ALONE test, which
+# starts its own.
 #   FIRST='lifetime|late_rank' BUDGET=500 scripts/device_gpu_suite.sh
 set -u
 source .device/mpi-env.sh
@@ -77,6 +81,26 @@ run_tests() {
 }
 
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+# one_gpu_lane G NAME < list: run_tests on GPU G alone, under its own MPS
+# daemon where ONE_MPS=1.
+one_gpu_lane() {
+  local g=$1 name=$2
+  if [ "${ONE_MPS:-0}" != 1 ]; then CUDA_VISIBLE_DEVICES=$g run_tests "$name"; return; fi
+  local uuid d=/tmp/coll-gpu-mps-g$g
+  uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i "$g")
+  export CUDA_VISIBLE_DEVICES=$uuid CUDA_MPS_PIPE_DIRECTORY=$d/pipe CUDA_MPS_LOG_DIRECTORY=$d/log
+  mkdir -p $d/pipe $d/log
+  [ -e $d/pipe/control ] || { nvidia-cuda-mps-control -d && echo "MPS daemon on GPU $g"; }
+  run_tests "$name"
+}
+stop_one_gpu_mps() {
+  local d
+  for d in /tmp/coll-gpu-mps-g*; do
+    [ -d "$d" ] || continue
+    echo quit | CUDA_MPS_PIPE_DIRECTORY=$d/pipe nvidia-cuda-mps-control >/dev/null 2>&1
+    sleep 1; rm -rf "$d"
+  done
+}
 if [ "${LANES:-1}" = 2 ] && [ "$ngpu" -ge 4 ]; then
   ctest --test-dir $B -N -V -L gpu |
     awk '/Test command:/{c=$0} /^ *Test *#[0-9]+: /{if (c ~ /--one-gpu/) print $3}' > /root/gpu_one.txt
@@ -90,12 +114,14 @@ if [ "${LANES:-1}" = 2 ] && [ "$ngpu" -ge 4 ]; then
   # 3 ranks on GPUs 0-2 while GPU 3 serves the one-GPU tests, until the 3-rank ones are done.
   grep -E 'np3([^0-9]|$)' /root/gpu_spread.txt > /root/gpu_trios.txt
   ( CUDA_VISIBLE_DEVICES=0,1,2 run_tests trio < /root/gpu_trios.txt; touch "$CLAIMS/.stop" ) &
-  CUDA_VISIBLE_DEVICES=3 run_tests g3 < /root/gpu_one_list.txt &
+  one_gpu_lane 3 g3 < /root/gpu_one_list.txt &
   wait
+  stop_one_gpu_mps
   rm -f "$CLAIMS/.stop"
   run_tests all < /root/gpu_spread.txt
-  for g in $(seq 0 $((ngpu - 1))); do CUDA_VISIBLE_DEVICES=$g run_tests g$g < /root/gpu_one_list.txt & done
+  for g in $(seq 0 $((ngpu - 1))); do one_gpu_lane $g g$g < /root/gpu_one_list.txt & done
   wait
+  stop_one_gpu_mps
 fi
 grep -vE "$ALONE" $LIST | run_tests all
 grep -E "$ALONE" $LIST | run_tests all
