@@ -14,7 +14,7 @@ export LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH"
 KIND=${KIND:-bcast}; NP=${NP:-4}; paths=mpi,nccl
 for row in ${ROWS:-auto}; do
   t0=$SECONDS
-  OMPI_MCA_coll_gpu_${KIND}_algorithm=$row timeout ${BT:-200} mpirun -n $NP --bind-to none \
+  env "OMPI_MCA_coll_gpu_${KIND}_algorithm=$row" timeout ${BT:-200} mpirun -n $NP --bind-to none \
     build/tools/gpucoll_bench/gpucoll-bench -C $KIND -b ${MIN:-64K} -e ${MAX:-256M} -f 4 --mode all -t ${TL:-0.1} \
     --paths $paths --csv "$OUT/rows_${KIND}_${row}_np$NP.csv" > "$OUT/rows_${KIND}_${row}_np$NP.log" 2>&1
   echo "$KIND $row: rc $? $((SECONDS - t0)) s"

@@ -103,7 +103,15 @@ if [ "$ngpus" -ge 2 ]; then
     if run "spread_np$np" "${mpi[@]}" -n "$np" --mca coll_gpu_verbose 10 --mca coll_gpu_timeout_ms 5000 \
         "$coll_check" --mem device; then
       grep -h "coll_check (" "$dir/spread_np$np.log"
-      grep -q "under MPS" "$dir/spread_np$np.log" || fail "spread np$np: no peer-to-peer team under MPS"
+      # Every rank in one peer-to-peer team; "under MPS" is said only where
+      # ranks share a GPU (more ranks than GPUs).
+      ready=$(grep -oE "rank [0-9]+: peer-to-peer team on GPU [^ ]+ ready" "$dir/spread_np$np.log" | sort -u | wc -l)
+      [ "$ready" -ge "$np" ] || fail "spread np$np: $ready of $np ranks in a peer-to-peer team"
+      ! grep -q "peer-to-peer team on GPU .* unavailable" "$dir/spread_np$np.log" ||
+        fail "spread np$np: a team without peer-to-peer"
+      if [ "$np" -gt "$ngpus" ]; then
+        grep -q "under MPS" "$dir/spread_np$np.log" || fail "spread np$np: no peer-to-peer team under MPS"
+      fi
     else
       cat "$dir/spread_np$np.tail"
       fail "coll_check at $np ranks over $ngpus GPUs"
