@@ -88,6 +88,10 @@ typedef struct gpucoll_config {
                                         collectives of two threads would wait on each other through it)
                                         and are ordered after it by an event; grids are capped
                                         (co_resident_blocks in core/algo_select.hpp) */
+    int thread_calls;                /* under MPI_THREAD_MULTIPLE: the most peer-to-peer collectives of one
+                                        process that may be on the GPU at once (one per thread making
+                                        them at the same time); grids are cut so that that many fit the
+                                        SMs together. Equal on every rank */
 } gpucoll_config_t;
 
 /* Ranks whose buffers are on the same GPU. Their peer kernels wait on each other, so they must be on
@@ -130,6 +134,8 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_STAGING_CACHE_BYTES (256u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_MAX_PEERS 8
 #define GPUCOLL_DEFAULT_MAX_BLOCKS 128
+/* tests/mpi/thread_check.c runs 4 threads' collectives at once. */
+#define GPUCOLL_DEFAULT_THREAD_CALLS 8
 #define GPUCOLL_DEFAULT_THREADS 512
 /* The most threads per block the kernels launch with: the reduce kernels take up to 112
    registers a thread (ptxas -v, sm_90), and 1024 of them would not fit an SM's 64 Ki

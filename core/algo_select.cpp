@@ -274,9 +274,15 @@ bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_con
            plan_bytes(plan, elt, nranks) <= cfg.resident_max_bytes;
 }
 
-int co_resident_blocks(const GpuShare &share, bool thread_multiple)
+int calls_at_once(const gpucoll_config_t &cfg)
 {
-    const int calls = (share.ranks > 1 ? share.ranks : 1) * (thread_multiple ? kCallsAtOnce : 1);
+    if (!cfg.thread_multiple) return 1;
+    return cfg.thread_calls > 0 ? cfg.thread_calls : GPUCOLL_DEFAULT_THREAD_CALLS; // a config not filled in
+}
+
+int co_resident_blocks(const GpuShare &share, int calls_at_once)
+{
+    const int calls = (share.ranks > 1 ? share.ranks : 1) * (calls_at_once > 1 ? calls_at_once : 1);
     const int sms = share.sms > 0 ? share.sms : kMaxBlocks;
     const int cap = sms / calls;
     return cap < 1 ? 1 : cap > kMaxBlocks ? kMaxBlocks : cap;
@@ -294,7 +300,7 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
     // calls nothing measurable over 1-16 and suit 256 KiB-1 MiB best (block
     // sweep, docs/performance.md).
     if (resident_serves(plan, elt, nranks, cfg)) want = (size_t)cfg.resident_blocks;
-    const size_t co = (size_t)co_resident_blocks(share, cfg.thread_multiple != 0);
+    const size_t co = (size_t)co_resident_blocks(share, calls_at_once(cfg));
     if (cap > co) cap = co;
     if (want < 1) want = 1;
     return (int)(want < cap ? want : cap);

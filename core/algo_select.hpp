@@ -66,9 +66,10 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);
 // the scratch algorithms up to resident_max_bytes, when resident_us > 0.
 bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_config_t &cfg);
 
-// Collectives of one rank that may run at once under MPI_THREAD_MULTIPLE
-// (one per thread; tests/mpi/thread_check.c runs 4).
-constexpr int kCallsAtOnce = 8;
+// Collectives of one rank that may be on the GPU at once: one, or under
+// MPI_THREAD_MULTIPLE the thread_calls parameter (one per thread making
+// them at the same time).
+int calls_at_once(const gpucoll_config_t &cfg);
 
 // Most blocks of a kernel such that every kernel that may wait on another
 // at the same time is on the GPU at once: a block that waits holds its SM,
@@ -78,7 +79,7 @@ constexpr int kCallsAtOnce = 8;
 // GPU, times the calls each may have running, must add up to at most its
 // SMs. Under MPS every rank's kernels share the SMs; without it the GPU
 // runs one process at a time, which this bound also covers. At least 1.
-int co_resident_blocks(const GpuShare &share, bool thread_multiple);
+int co_resident_blocks(const GpuShare &share, int calls_at_once);
 
 // Thread blocks per kernel: enough to keep the links busy, few enough that
 // the cross-rank barrier stays cheap for small messages, and within

@@ -201,7 +201,7 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
         if (all_mapped && t->share.ranks > 1)
             snprintf(shared, sizeof shared, " (up to %d ranks on one GPU, %s; grids of at most %d blocks)",
                      t->share.ranks, me.mps ? "under MPS" : "no MPS: the GPU takes turns",
-                     co_resident_blocks(t->share, config().thread_multiple != 0));
+                     co_resident_blocks(t->share, calls_at_once(config())));
         fprintf(stderr, "coll:gpu: rank %d: peer-to-peer team on GPU %s %s%s%s%s\n", t->rank, me.bus_id,
                 all_mapped ? "ready" : "unavailable, device buffers will be staged", all_mapped ? "" : ": ",
                 all_mapped ? "" : gpucoll_last_error(), shared);

@@ -229,6 +229,16 @@ static const gpu_param_t gpu_params[] = {
      .help = "Largest node-local communicator the peer-to-peer path serves"},
     {.name = "max_blocks", CFG_INT(max_blocks), .level = OPAL_INFO_LVL_7, .def.i = GPUCOLL_DEFAULT_MAX_BLOCKS,
      .help = "Most thread blocks a peer-to-peer kernel launches"},
+    {.name = "thread_calls", CFG_INT(thread_calls), .level = OPAL_INFO_LVL_5,
+     .def.i = GPUCOLL_DEFAULT_THREAD_CALLS,
+     .help = "Under MPI_THREAD_MULTIPLE: the most collectives on device buffers (and nonblocking ones "
+             "on host buffers, which run on the GPU once a communicator's GPU path is set up) that "
+             "threads of one process make at the same time. Grids are cut so that that many kernels fit the GPU's "
+             "SMs together (a kernel that waits for its peers holds its SMs: a peer kernel that "
+             "finds none left would never run). 8 (default): 1/8 of the SMs per kernel, about 16 "
+             "blocks on an H100/H200, slow for large messages. A program that makes its collectives "
+             "from one thread at a time (Horovod's background thread) sets 1 and gets the grids of "
+             "MPI_THREAD_SERIALIZED; more threads than this at once can hang. Equal on every rank"},
     {.name = "block_bytes", CFG_SIZE(block_bytes), .level = OPAL_INFO_LVL_7, .def.z = 0,
      .help = "Bytes of the message each thread block of a peer-to-peer kernel handles, before "
              "max_blocks caps the grid (0: each algorithm's own choice)"},

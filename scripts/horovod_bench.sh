@@ -20,6 +20,9 @@
 #   WARMUP=5 BATCHES=10 ITERS=5  the benchmark's --num-warmup-batches, --num-batches-per-iter, --num-iters
 #   BATCH=32                  --batch-size
 #   RUN_TIMEOUT=170           seconds one benchmark run may take
+#   THREAD_CALLS=1            coll_gpu_thread_calls of the MPI build's runs (Horovod makes every
+#                             collective from one background thread; 8, the default, cuts grids to
+#                             1/8 of the SMs)
 #   HVD_DIR=.hvd OUT=/tmp/out
 # The NCCL build runs without coll/gpu (--mca coll ^gpu); the MPI build with
 # it, and every MPI-build run must say so (coll_gpu_verbose=10: "enabled on")
@@ -77,7 +80,8 @@ hvd_run() { # timeout, build (mpi|nccl), np, then the command
   local to=$1 build=$2 np=$3; shift 3
   local path="$COMPONENT:$sys_path" mca=""
   if [ "$build" = mpi ]; then
-    [ "$np" -gt "$gpus" ] && mca="--mca coll_gpu_shared_gpu 1"
+    mca="--mca coll_gpu_thread_calls ${THREAD_CALLS:-1}"
+    [ "$np" -gt "$gpus" ] && mca="$mca --mca coll_gpu_shared_gpu 1"
   else
     mca="--mca coll ^gpu" # NCCL moves the tensors; Open MPI's own modules the rest
   fi

@@ -136,7 +136,19 @@ int main()
     CHECK(blocks_for(p, 4, cfg, 4) == cfg.max_blocks);
     // under MPI_THREAD_MULTIPLE concurrent calls share the SMs: small grids only
     cfg.thread_multiple = 1;
-    CHECK(blocks_for(p, 4, cfg, 4) == kMaxBlocks / kCallsAtOnce); // SMs unknown: taken as kMaxBlocks
+    CHECK(blocks_for(p, 4, cfg, 4) == kMaxBlocks / GPUCOLL_DEFAULT_THREAD_CALLS); // SMs unknown: kMaxBlocks
+    // thread_calls: the calls at once that the grids leave room for
+    cfg.thread_calls = 1; // one thread at a time (Horovod): the grids of MPI_THREAD_SERIALIZED
+    CHECK(calls_at_once(cfg) == 1 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
+    cfg.thread_calls = 2;
+    CHECK(calls_at_once(cfg) == 2 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == 66);
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 2}) == 33); // two ranks on the GPU, two calls each
+    cfg.thread_calls = 0; // not filled in: the default
+    CHECK(calls_at_once(cfg) == GPUCOLL_DEFAULT_THREAD_CALLS);
+    cfg.thread_multiple = 0;
+    cfg.thread_calls = 4; // only under MPI_THREAD_MULTIPLE
+    CHECK(calls_at_once(cfg) == 1 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
+    cfg.thread_calls = 0;
     // Ranks sharing a GPU (MPS): every grid that may wait on another fits
     // the SMs together, one block per SM at worst; the thread cap on top.
     cfg.thread_multiple = 0;
@@ -147,12 +159,12 @@ int main()
     for (int sms : {1, 8, 66, 78, 114, 132, 144, 304})
         for (int ranks = 1; ranks <= kMaxPeers; ranks++)
             for (int tm = 0; tm < 2; tm++) {
-                int co = co_resident_blocks(GpuShare{sms, ranks}, tm != 0);
-                int calls = ranks * (tm ? kCallsAtOnce : 1);
+                cfg.thread_multiple = tm;
+                int co = co_resident_blocks(GpuShare{sms, ranks}, calls_at_once(cfg));
+                int calls = ranks * (tm ? GPUCOLL_DEFAULT_THREAD_CALLS : 1);
                 CHECK(co >= 1 && co <= kMaxBlocks, "sms %d ranks %d", sms, ranks);
                 CHECK(sms < calls || co * calls <= sms, "sms %d ranks %d threads %d: %d blocks each", sms, ranks,
                       tm, co);
-                cfg.thread_multiple = tm;
                 CHECK(blocks_for(p, 4, cfg, 4, GpuShare{sms, ranks}) <= co);
             }
     cfg.thread_multiple = 1;
