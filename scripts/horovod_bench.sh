@@ -16,7 +16,9 @@
 #   NP=4                      ranks of the benchmark (at most one per GPU)
 #   NPS="2 4"                 rank counts of the check
 #   MODELS="resnet50 vgg16"   models of the benchmark, each fp32 and --fp16-allreduce
-#   BUILDS="nccl mpi"         which builds the bench phase runs (split it across calls if need be)
+#   BUILDS="nccl mpi"         which builds the bench phase runs (split it across calls if need be);
+#                             mpi-tcN: the MPI build with coll_gpu_thread_calls N (mpi: THREAD_CALLS)
+#   REPEAT=1                  runs of each (build, model, mode); the table shows their mean
 #   WARMUP=5 BATCHES=10 ITERS=5  the benchmark's --num-warmup-batches, --num-batches-per-iter, --num-iters
 #   BATCH=32                  --batch-size
 #   RUN_TIMEOUT=170           seconds one benchmark run may take
@@ -78,9 +80,11 @@ phase_build() {
 # selects it), ranks sharing a GPU allowed to form the team.
 hvd_run() { # timeout, build (mpi|nccl), np, then the command
   local to=$1 build=$2 np=$3; shift 3
-  local path="$COMPONENT:$sys_path" mca=""
+  local path="$COMPONENT:$sys_path" mca="" tc=${THREAD_CALLS:-1}
+  case "$build" in mpi-tc*) tc=${build#mpi-tc};; esac
+  build=${build%%-*}
   if [ "$build" = mpi ]; then
-    mca="--mca coll_gpu_thread_calls ${THREAD_CALLS:-1}"
+    mca="--mca coll_gpu_thread_calls $tc"
     [ "$np" -gt "$gpus" ] && mca="$mca --mca coll_gpu_shared_gpu 1"
   else
     mca="--mca coll ^gpu" # NCCL moves the tensors; Open MPI's own modules the rest
@@ -126,13 +130,13 @@ bench_one() { # build model fp16(0|1)
   local build=$1 model=$2 fp16=$3 mode=fp32 flag=""
   [ "$fp16" = 1 ] && mode=fp16-allreduce && flag=--fp16-allreduce
   local log="$OUT/bench_${build}_${model}_$mode.log" t0=$SECONDS verbose=""
-  [ "$build" = mpi ] && verbose="--mca coll_gpu_verbose 10"
+  [ "${build%%-*}" = mpi ] && verbose="--mca coll_gpu_verbose 10"
   hvd_run "$RUN_TIMEOUT" "$build" "$NP" $verbose python3 "$SRC/horovod-src/examples/pytorch/pytorch_synthetic_benchmark.py" \
     --model "$model" --batch-size "$BATCH" --num-warmup-batches "$WARMUP" --num-batches-per-iter "$BATCHES" \
     --num-iters "$ITERS" $flag > "$log" 2>&1
   local rc=$? total
   total=$(sed -n 's/^Total img\/sec on [0-9]* GPU(s): \([0-9.]*\).*/\1/p' "$log" | tail -1)
-  if [ "$build" = mpi ] && ! grep -q "coll:gpu: enabled on" "$log"; then
+  if [ "${build%%-*}" = mpi ] && ! grep -q "coll:gpu: enabled on" "$log"; then
     echo "$build $model $mode: coll/gpu not selected: not counted (see $log)"; total=""
   fi
   echo "$build $model $mode: rc $rc, $((SECONDS - t0)) s, ${total:-no result} img/s total"
@@ -146,30 +150,39 @@ phase_bench() {
   require_component
   mkdir -p "$RES"
   models_path
-  local build model fp16
-  for build in $BUILDS; do
-    built /tmp/hvd-$build || { echo "no /tmp/hvd-$build: PHASE=build first"; continue; }
-    for model in $MODELS; do
-      for fp16 in 0 1; do bench_one "$build" "$model" "$fp16"; done
+  local build model fp16 r
+  for r in $(seq "${REPEAT:-1}"); do
+    for build in $BUILDS; do
+      built /tmp/hvd-${build%%-*} || { echo "no /tmp/hvd-${build%%-*}: PHASE=build first"; continue; }
+      for model in $MODELS; do
+        for fp16 in 0 1; do bench_one "$build" "$model" "$fp16"; done
+      done
     done
   done
   phase_table
 }
 
-# Latest measurement of each (build, model, mode).
+# Mean of the measurements of each (build, model, mode), their count in
+# parentheses; mpi-tcN builds in a column of their own.
 phase_table() {
   [ -f "$RES/results.tsv" ] || die "nothing measured yet (PHASE=bench)"
   echo "Horovod pytorch_synthetic_benchmark, $NP x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)," \
        "batch $BATCH, $ITERS x $BATCHES batches after $WARMUP (total img/s)"
   awk -F'\t' '
-    { v[$2 " " $3, $1] = $4; if (!(($2 " " $3) in seen)) { seen[$2 " " $3] = 1; order[n++] = $2 " " $3 } }
+    function cell(k, b) { return c[k, b] ? sprintf("%.1f (%d)", s[k, b] / c[k, b], c[k, b]) : "-" }
+    { s[$2 " " $3, $1] += $4; c[$2 " " $3, $1]++
+      if (!(($2 " " $3) in seen)) { seen[$2 " " $3] = 1; order[n++] = $2 " " $3 }
+      if ($1 ~ /^mpi-tc/ && !($1 in xseen)) { xseen[$1] = 1; extra[nx++] = $1 } }
     END {
-      printf "| %-26s | %26s | %32s | %8s |\n", "model", "Horovod on NCCL img/s", "Horovod on MPI + coll/gpu img/s", "MPI/NCCL"
-      printf "|%s|%s|%s|%s|\n", "----------------------------", "----------------------------", "----------------------------------", "----------"
+      printf "| %-26s | %22s | %32s | %8s |", "model", "Horovod on NCCL img/s", "Horovod on MPI + coll/gpu img/s", "MPI/NCCL"
+      for (j = 0; j < nx; j++) printf " %s img/s |", extra[j]
+      printf "\n|---|---|---|---|"; for (j = 0; j < nx; j++) printf "---|"; printf "\n"
       for (i = 0; i < n; i++) {
-        k = order[i]; a = v[k, "nccl"]; b = v[k, "mpi"]
-        r = (a != "" && b != "") ? sprintf("%.2f", b / a) : "-"
-        printf "| %-26s | %26s | %32s | %8s |\n", k, (a == "" ? "-" : a), (b == "" ? "-" : b), r
+        k = order[i]; a = c[k, "nccl"] ? s[k, "nccl"] / c[k, "nccl"] : 0; b = c[k, "mpi"] ? s[k, "mpi"] / c[k, "mpi"] : 0
+        r = (a > 0 && b > 0) ? sprintf("%.2f", b / a) : "-"
+        printf "| %-26s | %22s | %32s | %8s |", k, cell(k, "nccl"), cell(k, "mpi"), r
+        for (j = 0; j < nx; j++) printf " %s |", cell(k, extra[j])
+        printf "\n"
       }
     }' "$RES/results.tsv"
 }
