@@ -29,53 +29,51 @@ void ParkStore::park_pool(int device, void *pool)
     pools_.push_back(Pool{device, pool});
 }
 
+namespace {
+// Removes the first entry that `match` accepts into *out; false if none.
+template <class T, class Match> bool take_first(std::vector<T> &v, Match match, T *out)
+{
+    for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!match(*it)) continue;
+        *out = *it;
+        v.erase(it);
+        return true;
+    }
+    return false;
+}
+} // namespace
+
 void *ParkStore::take_pool(int device)
 {
     std::lock_guard<std::mutex> g(mu_);
-    for (size_t i = 0; i < pools_.size(); i++) {
-        if (pools_[i].device != device) continue;
-        void *p = pools_[i].pool;
-        pools_.erase(pools_.begin() + (long)i);
-        return p;
-    }
-    return nullptr;
+    Pool p{};
+    return take_first(pools_, [&](const Pool &x) { return x.device == device; }, &p) ? p.pool : nullptr;
 }
 
 void *ParkStore::take_scratch(int device, size_t bytes)
 {
     std::lock_guard<std::mutex> g(mu_);
-    for (size_t i = 0; i < scratch_.size(); i++) {
-        if (scratch_[i].device != device || scratch_[i].bytes != bytes) continue;
-        void *p = scratch_[i].p;
-        scratch_.erase(scratch_.begin() + (long)i);
-        return p;
-    }
-    return nullptr;
+    Scratch s{};
+    return take_first(scratch_, [&](const Scratch &x) { return x.device == device && x.bytes == bytes; }, &s) ? s.p
+                                                                                                              : nullptr;
 }
 
 bool ParkStore::take_words(int device, void **error, void **done)
 {
     std::lock_guard<std::mutex> g(mu_);
-    for (size_t i = 0; i < words_.size(); i++) {
-        if (words_[i].device != device) continue;
-        *error = words_[i].error;
-        *done = words_[i].done;
-        words_.erase(words_.begin() + (long)i);
-        return true;
-    }
-    return false;
+    Words w{};
+    if (!take_first(words_, [&](const Words &x) { return x.device == device; }, &w)) return false;
+    *error = w.error;
+    *done = w.done;
+    return true;
 }
 
 void *ParkStore::take_mapping(int device, const unsigned char handle[64])
 {
     std::lock_guard<std::mutex> g(mu_);
-    for (size_t i = 0; i < mappings_.size(); i++) {
-        if (mappings_[i].device != device || memcmp(mappings_[i].handle, handle, 64) != 0) continue;
-        void *p = mappings_[i].ptr;
-        mappings_.erase(mappings_.begin() + (long)i);
-        return p;
-    }
-    return nullptr;
+    ParkedMapping m{};
+    auto same = [&](const ParkedMapping &x) { return x.device == device && memcmp(x.handle, handle, 64) == 0; };
+    return take_first(mappings_, same, &m) ? m.ptr : nullptr;
 }
 
 void ParkStore::free_all()
