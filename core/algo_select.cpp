@@ -1,5 +1,7 @@
 #include "algo_select.hpp"
 
+#include <initializer_list>
+
 namespace gpucoll {
 
 namespace {
@@ -339,6 +341,29 @@ Protocol algo_protocol(PeerAlgo algo)
     for (const Entry &e : kTable)
         if (e.algo == algo) return e.protocol;
     return Protocol::Local;
+}
+
+namespace {
+struct Fnv {
+    uint64_t h = 1469598103934665603ull;
+    void add(uint64_t v)
+    {
+        for (int i = 0; i < 8; i++, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+    }
+};
+} // namespace
+
+uint64_t plan_config_fingerprint(const gpucoll_config_t &cfg)
+{
+    Fnv f;
+    for (int k = 0; k < GPUCOLL_FORCEABLE_KINDS; k++) f.add((uint64_t)cfg.algorithm[k]);
+    for (size_t v : {cfg.oneshot_max_bytes, cfg.scratch_bytes, cfg.block_bytes, cfg.direct_min_bytes,
+                     cfg.resident_max_bytes, cfg.ll_max_bytes})
+        f.add(v);
+    for (int v : {cfg.max_blocks, cfg.threads_per_block, cfg.direct_style, cfg.resident_us > 0 ? 1 : 0,
+                  cfg.resident_blocks, calls_at_once(cfg)})
+        f.add((uint64_t)(int64_t)v);
+    return f.h;
 }
 
 int algo_rows(gpucoll_coll_kind_t kind, PeerAlgo *out, int max)

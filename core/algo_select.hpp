@@ -81,6 +81,15 @@ int calls_at_once(const gpucoll_config_t &cfg);
 // runs one process at a time, which this bound also covers. At least 1.
 int co_resident_blocks(const GpuShare &share, int calls_at_once);
 
+// The parameters from which every rank of a team derives the same plan,
+// grid and scratch layout on its own (algorithms, thresholds, grid caps,
+// scratch and LL sizes, the calls at once), hashed: ranks whose values
+// differ would run different kernels against each other (a hang) or index
+// a peer's scratch by their own size. Equal configs give equal values; the
+// parameters that stay local (verbose, timeout_ms, the IPC cache, ordering,
+// launch style) do not enter it.
+uint64_t plan_config_fingerprint(const gpucoll_config_t &cfg);
+
 // Thread blocks per kernel: enough to keep the links busy, few enough that
 // the cross-rank barrier stays cheap for small messages, and within
 // co_resident_blocks.

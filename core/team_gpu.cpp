@@ -166,6 +166,7 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
     ShmRank &me = t->shm->ranks[t->rank];
     t->device = device;
     gpucoll_status_t st = setup_local(t, device);
+    me.plan_config = plan_config_fingerprint(config());
     me.gpu_state.store(st == GPUCOLL_SUCCESS ? 1 : 2, std::memory_order_release);
     bool all_ready = true;
     for (int r = 0; r < t->size; r++) {
@@ -178,7 +179,16 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
         uint32_t s = peer.gpu_state.load(std::memory_order_acquire);
         if (s != 1 && s != 3 && st == GPUCOLL_SUCCESS && all_ready)
             gpucoll_fail(GPUCOLL_ERR_PEER, "rank %d could not set up its GPU side", r);
-        all_ready &= s == 1 || s == 3;
+        // Unless every rank's are equal, each rank sees one that differs
+        // from its own, so that all stage alike.
+        if (peer.plan_config != me.plan_config && st == GPUCOLL_SUCCESS && all_ready)
+            gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED,
+                         "rank %d's coll_gpu parameters that choose kernels and grids differ from this rank's "
+                         "(scratch_bytes, max_blocks, block_bytes, threads_per_block, thread_calls or the thread "
+                         "level, the *_algorithm, size thresholds, resident or LL settings): they must be equal "
+                         "on every rank",
+                         r);
+        all_ready &= (s == 1 || s == 3) && peer.plan_config == me.plan_config;
     }
     if (st == GPUCOLL_SUCCESS && all_ready) st = setup_peers(t);
     // A second round: a rank that could not map a peer must stop everyone.

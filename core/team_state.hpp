@@ -60,6 +60,7 @@ struct alignas(128) ShmRank {
     long pid;
     IpcDesc src_desc, dst_desc;
     std::atomic<uint32_t> gpu_state; // 0 not yet, 1 ready, 2 failed
+    uint64_t plan_config;            // plan_config_fingerprint, written before gpu_state
     int device;
     int mps;     // its contexts go through an MPS server
     int sms;     // the SMs this rank's kernels may use (MPS may limit them)

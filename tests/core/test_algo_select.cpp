@@ -362,7 +362,6 @@ int main()
                 CHECK(moves_bytes(p.algo) == moves, "%s", algo_name(p.algo));
             }
     }
-    std::printf("algo_select: %d failed\n", failures);
     // Queued calls (nonblocking, persistent: no host agreement) take only
     // algorithms in which every rank waits for every other: never zero-copy,
     // never the one-way LL kernels of bcast and reduce, whatever the size,
@@ -426,5 +425,47 @@ int main()
               p.algo == PeerAlgo::Reduce);
     }
 
+    // The parameters every rank must share: equal configs agree, a change
+    // of any one of them shows, the local ones do not enter.
+    {
+        gpucoll_config_t base{};
+        gpucoll_config_fill_defaults(&base);
+        const uint64_t fp = plan_config_fingerprint(base);
+        gpucoll_config_t same = base;
+        CHECK(plan_config_fingerprint(same) == fp);
+        auto differs = [&](const char *what, void (*change)(gpucoll_config_t &)) {
+            gpucoll_config_t c = base;
+            change(c);
+            CHECK(plan_config_fingerprint(c) != fp, "%s does not enter the fingerprint", what);
+        };
+        differs("algorithm", [](gpucoll_config_t &c) { c.algorithm[GPUCOLL_COLL_BCAST] = 2; });
+        differs("oneshot_max_bytes", [](gpucoll_config_t &c) { c.oneshot_max_bytes += 16; });
+        differs("scratch_bytes", [](gpucoll_config_t &c) { c.scratch_bytes /= 2; });
+        differs("block_bytes", [](gpucoll_config_t &c) { c.block_bytes = 4096; });
+        differs("direct_min_bytes", [](gpucoll_config_t &c) { c.direct_min_bytes *= 2; });
+        differs("resident_max_bytes", [](gpucoll_config_t &c) { c.resident_max_bytes /= 2; });
+        differs("ll_max_bytes", [](gpucoll_config_t &c) { c.ll_max_bytes = 1024; });
+        differs("max_blocks", [](gpucoll_config_t &c) { c.max_blocks = 8; });
+        differs("threads_per_block", [](gpucoll_config_t &c) { c.threads_per_block = 256; });
+        differs("direct_style", [](gpucoll_config_t &c) { c.direct_style = c.direct_style ? 0 : 1; });
+        differs("resident_us on", [](gpucoll_config_t &c) { c.resident_us = 50; });
+        differs("resident_blocks", [](gpucoll_config_t &c) { c.resident_blocks = 16; });
+        differs("thread level", [](gpucoll_config_t &c) { c.thread_multiple = 1; });
+        gpucoll_config_t tm = base;
+        tm.thread_multiple = 1;
+        gpucoll_config_t tm1 = tm;
+        tm1.thread_calls = 1;
+        CHECK(plan_config_fingerprint(tm1) != plan_config_fingerprint(tm), "thread_calls under THREAD_MULTIPLE");
+        gpucoll_config_t local = base;
+        local.verbose = 100;
+        local.timeout_ms = 5;
+        local.ipc_cache_entries = 3;
+        local.queued_order = 1;
+        local.kernel_launch = 1;
+        local.thread_calls = 3; // without MPI_THREAD_MULTIPLE it changes nothing
+        CHECK(plan_config_fingerprint(local) == fp, "a local parameter entered the fingerprint");
+    }
+
+    std::printf("algo_select: %d failed\n", failures);
     return failures ? 1 : 0;
 }
