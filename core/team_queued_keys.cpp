@@ -8,19 +8,22 @@ namespace gpucoll {
 
 uint64_t post_queued_call(gpucoll_team *t, const gpucoll_coll_args_t &a)
 {
-    const uint64_t qseq = ++t->queued_posted;
+    const uint64_t qseq = t->queued_posted.load(std::memory_order_relaxed) + 1; // launches on a team are ordered
     post_queued_key(t->shm->ranks[t->rank].qkeys, qseq, call_key(a, t->size));
+    t->queued_posted.store(qseq, std::memory_order_release);
     return qseq;
 }
 
 void settle_queued_keys(gpucoll_team *t)
 {
+    std::lock_guard<std::mutex> g(t->queued_keys_mu);
     QueuedCheck &c = t->queued_check;
-    if (c.mismatch || c.checked >= t->queued_posted) return;
+    const uint64_t posted = t->queued_posted.load(std::memory_order_acquire);
+    if (c.mismatch || c.checked >= posted) return;
     const QueuedKeyRing *rings[kMaxPeers];
     for (int r = 0; r < t->size; r++) rings[r] = &t->shm->ranks[r].qkeys;
     const uint64_t unchecked = c.unchecked;
-    if (check_queued_keys(rings, t->size, t->rank, t->queued_posted, &c)) {
+    if (check_queued_keys(rings, t->size, t->rank, posted, &c)) {
         // Every rank that reads the keys finds this and stops its own
         // kernels; the give-up words reach a peer that could not read them
         // (a slot overwritten), whose kernel would otherwise wait for ours.
@@ -38,9 +41,10 @@ void settle_queued_keys(gpucoll_team *t)
                 t->rank, (unsigned long long)c.unchecked, kQueuedKeys);
 }
 
-gpucoll_status_t queued_call_status(const gpucoll_team *t, uint64_t qseq)
+gpucoll_status_t queued_call_status(gpucoll_team *t, uint64_t qseq)
 {
-    const QueuedCheck &c = t->queued_check;
+    std::lock_guard<std::mutex> g(t->queued_keys_mu);
+    const QueuedCheck c = t->queued_check;
     if (!c.mismatch || qseq < c.mismatch) return GPUCOLL_SUCCESS;
     if (qseq > c.mismatch)
         return gpucoll_fail(GPUCOLL_ERR_MISMATCH,

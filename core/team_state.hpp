@@ -162,8 +162,12 @@ struct gpucoll_team {
     uint32_t persistent_plans = 0; // created so far: a plan's number, alike on every rank
     bool persist_slot_busy[gpucoll::kPersistSlots] = {}; // under temps_mu
     uint64_t queued_undrained = 0; // launched since the queue was last seen empty
-    uint64_t queued_posted = 0;    // queued calls whose keys this rank published (ShmRank::qkeys)
-    gpucoll::QueuedCheck queued_check; // how far the peers' keys of them were compared
+    // Queued calls whose keys this rank published (ShmRank::qkeys), and how
+    // far the peers' keys of them were compared: progress (another thread's
+    // test) and a blocking call's drain may settle at once, hence the lock.
+    std::atomic<uint64_t> queued_posted{0};
+    std::mutex queued_keys_mu;
+    gpucoll::QueuedCheck queued_check; // under queued_keys_mu
     // Presence (core/peer_watch.hpp): this rank's lock is held through
     // presence_fd; gone_rank is the first peer found gone (-1: none).
     int presence_fd = -1;
@@ -336,7 +340,7 @@ void release_queued(gpucoll_team *t);
 // breaks the team; queued_call_status is the error of call `qseq`, if any.
 uint64_t post_queued_call(gpucoll_team *t, const gpucoll_coll_args_t &a);
 void settle_queued_keys(gpucoll_team *t);
-gpucoll_status_t queued_call_status(const gpucoll_team *t, uint64_t qseq);
+gpucoll_status_t queued_call_status(gpucoll_team *t, uint64_t qseq);
 
 // Zero-copy (core/team.cpp), shared by blocking calls and persistent plans.
 // Whether what this rank's zero-copy kernel touches in peer r's buffers
