@@ -17,6 +17,10 @@
 //   other's buffers, which they learn through the team's shared memory
 //   without waiting (zero_copy_from_now below says how all switch at the
 //   same launch).
+// - Ranks whose arguments differ would launch kernels that do not match:
+//   each launch publishes the call's key, and tests, waits and drains
+//   compare the peers' as they arrive (core/queued_keys.hpp), stopping the
+//   kernels at a mismatch.
 // - A kernel that gave up leaves the barrier epochs out of step: the team
 //   then fails every later queued call with an error rather than staging
 //   it, since ranks that have not seen the failure yet would launch kernels
@@ -138,6 +142,7 @@ struct gpucoll_plan {
     const char *src = nullptr; // what the kernel reads and writes (stand-ins where there are)
     char *dst = nullptr;
     uint64_t done_value = 0; // *team->kernels_done reaches it when the latest launch is over
+    uint64_t qseq = 0;       // the latest launch's number among the team's queued calls (post_queued_call)
     unsigned polls = 0;      // tests of the latest launch (launch_over)
     bool running = false, launched = false;
     gpucoll_status_t status = GPUCOLL_SUCCESS; // of the latest launch that ended
@@ -413,6 +418,7 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
          (e = gpuStreamWaitEvent(t->queued_stream, t->queued_after_default, 0)) != gpuSuccess))
         return abandon_call(t, gpu_error("ordering after the default stream", e));
     KernelGraph *graph = graph_for(p->persistent ? p->graph : t->queued_graph);
+    p->qseq = post_queued_call(t, p->a); // before the kernel that peers may wait on
     st = launch_step(t, Launch{&k, p->a.dtype, p->a.op, blocks, t->queued_stream, graph,
                                                 "a nonblocking or persistent collective", false},
                                       nullptr);
@@ -464,12 +470,17 @@ int plan_test_body(gpucoll_plan *p, gpucoll_status_t *status)
     }
     gpucoll_team *t = p->team;
     gpucoll_status_t failed;
+    settle_queued_keys(t); // a mismatch stops the kernel, which may otherwise never end
     if (!launch_over(p, p->polls++, &failed)) return 0;
     DeviceGuard g(t->device);
     p->running = false;
     kernels_queued(-1);
     gpucoll_status_t st = failed != GPUCOLL_SUCCESS ? failed : queued_kernel_result(t);
     if (failed != GPUCOLL_SUCCESS) t->broken = true;
+    // Every peer launched the call by now (each waits for all), so its key is there.
+    settle_queued_keys(t);
+    const gpucoll_status_t args = queued_call_status(t, p->qseq);
+    if (args != GPUCOLL_SUCCESS) st = args;
     if (st == GPUCOLL_SUCCESS && p->rbuf.temp && p->rbuf.out_bytes)
         st = gpucoll_copy(p->rbuf.user, p->rbuf.temp->ptr, p->rbuf.out_bytes);
     p->status = *status = st;
@@ -483,6 +494,7 @@ gpucoll_status_t gpucoll::drain_queued(gpucoll_team *t)
     if (!t->queued_undrained || !t->queued_stream) return GPUCOLL_SUCCESS;
     DeviceGuard g(t->device);
     gpucoll_status_t st = wait_until(t, t->progress, "this rank's queued collectives to end", [&] {
+        settle_queued_keys(t); // a mismatch stops the kernels
         return __atomic_load_n(t->kernels_done, __ATOMIC_ACQUIRE) >= t->kernels_launched ||
                gpuStreamQuery(t->queued_stream) != gpuErrorNotReady;
     });

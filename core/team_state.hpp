@@ -19,6 +19,7 @@
 #include "ipc_cache.hpp"
 #include "peer_args.h"
 #include "peer_watch.hpp"
+#include "queued_keys.hpp"
 #include "resident.hpp"
 #include "stand_in_pool.hpp"
 #include "stream_calls.h"
@@ -76,6 +77,7 @@ struct alignas(128) ShmRank {
     // Allocations this rank exported and has found freed since (its
     // process's IpcCache posts them): the peers unmap them (ipc_after_call).
     FreedRing freed;
+    QueuedKeyRing qkeys; // the keys of this rank's queued calls (queued_keys.hpp)
 };
 static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
 
@@ -160,6 +162,12 @@ struct gpucoll_team {
     uint32_t persistent_plans = 0; // created so far: a plan's number, alike on every rank
     bool persist_slot_busy[gpucoll::kPersistSlots] = {}; // under temps_mu
     uint64_t queued_undrained = 0; // launched since the queue was last seen empty
+    // Queued calls whose keys this rank published (ShmRank::qkeys), and how
+    // far the peers' keys of them were compared: progress (another thread's
+    // test) and a blocking call's drain may settle at once, hence the lock.
+    std::atomic<uint64_t> queued_posted{0};
+    std::mutex queued_keys_mu;
+    gpucoll::QueuedCheck queued_check; // under queued_keys_mu
     // Presence (core/peer_watch.hpp): this rank's lock is held through
     // presence_fd; gone_rank is the first peer found gone (-1: none).
     int presence_fd = -1;
@@ -324,6 +332,15 @@ void close_stream_calls(gpucoll_team *t);
 // earlier kernels have finished. Ends early only as wait_until does.
 gpucoll_status_t drain_queued(gpucoll_team *t);
 void release_queued(gpucoll_team *t);
+
+// The keys of queued calls (core/team_queued_keys.cpp). post_queued_call
+// publishes this rank's next queued call before its launch and returns its
+// number; settle_queued_keys compares as far as the peers' keys are there
+// (reads only) and, at the first mismatch, stops the team's kernels and
+// breaks the team; queued_call_status is the error of call `qseq`, if any.
+uint64_t post_queued_call(gpucoll_team *t, const gpucoll_coll_args_t &a);
+void settle_queued_keys(gpucoll_team *t);
+gpucoll_status_t queued_call_status(gpucoll_team *t, uint64_t qseq);
 
 // Zero-copy (core/team.cpp), shared by blocking calls and persistent plans.
 // Whether what this rank's zero-copy kernel touches in peer r's buffers

@@ -24,6 +24,11 @@ gpucoll_status_t kernel_error(gpucoll_team *t, const char *what)
         if (r >= 0) return peer_gone_error(r, what);
         return gpucoll_fail(GPUCOLL_ERR_PEER, "%s stopped: this process is exiting", what);
     }
+    case kErrorArgsDiffer:
+        return gpucoll_fail(GPUCOLL_ERR_MISMATCH,
+                            "%s stopped: a nonblocking or persistent collective of this communicator had arguments that "
+                            "differ between ranks",
+                            what);
     case kErrorPeerGaveUp:
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "%s: another rank's kernel gave up waiting (its timeout_ms)", what);
     case kErrorFlagsExhausted:

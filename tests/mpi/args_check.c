@@ -13,6 +13,9 @@
  *  - allreduce and bcast whose count differs on the last rank by 2^20 + 1
  *    elements (a hash of the arguments could miss it): an error everywhere,
  *    MPI_ERR_TRUNCATE where the buffer is the smaller one;
+ *  - Iallreduce (count, op), a persistent allreduce (count) and Ibcast
+ *    (root) whose arguments differ on the last rank: an error on every
+ *    rank, each on a communicator of its own;
  *  - a correct allreduce and alltoallv after each, checked exactly.
  * Needs 2+ ranks and a GPU (exit 77 otherwise). Run it where the ranks form
  * a team (coll_gpu_shared_gpu=1 when they share a GPU): on the staged path
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_forms.h"
 #include "test_gpu.h"
 
 static int rank, size, failures, checks;
@@ -147,6 +151,48 @@ static void count_mismatch(void)
     check_still_works("bcast count mismatch");
 }
 
+/* Nonblocking and persistent calls whose arguments differ between ranks
+ * (count, op, or Ibcast's root on the last rank): an error on every rank,
+ * no hang, no silent wrong result. Each on a dup of its own: the first
+ * mismatch takes that communicator's queued path out of step. */
+enum queued_form { NONBLOCKING, PERSISTENT };
+static void queued_mismatch(const char *what, enum queued_form form, int count_delta, MPI_Op last_op, int last_root)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(comm, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    const int last = rank == size - 1;
+    const size_t n = 4096 + (last ? (size_t)count_delta : 0);
+    int *s = dev_fill(n, rank + 1), *r = dev_fill(n, -1);
+    int one = 1, sum = 0;
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c); /* host buffers: sets up nothing on the GPU */
+    int *d1 = dev_fill(1, 1), *d2 = dev_fill(1, 0);
+    MPI_Allreduce(d1, d2, 1, MPI_INT, MPI_SUM, c); /* a blocking device call sets the GPU path up */
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Op op = last ? last_op : MPI_SUM;
+    int rc;
+    if (last_root >= 0)
+        rc = MPI_Ibcast(s, (int)n, MPI_INT, last ? last_root : 0, c, &req);
+    else if (form == PERSISTENT) {
+        rc = P(Allreduce)(s, r, (int)n, MPI_INT, op, c, MPI_INFO_NULL, &req);
+        if (rc == MPI_SUCCESS) rc = MPI_Start(&req);
+    } else
+        rc = MPI_Iallreduce(s, r, (int)n, MPI_INT, op, c, &req);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (form == PERSISTENT && req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+    checks++;
+    if (rc == MPI_SUCCESS) FAIL("%s: MPI_SUCCESS where the ranks' arguments differ", what);
+    int ok = rc == MPI_SUCCESS, oks = 0;
+    MPI_Allreduce(&ok, &oks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("args_check: %s: %d of %d ranks returned MPI_SUCCESS\n", what, oks, size);
+    MPI_Comm_free(&c);
+    cudaFree(s);
+    cudaFree(r);
+    cudaFree(d1);
+    cudaFree(d2);
+    check_still_works(what);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -165,6 +211,10 @@ int main(int argc, char **argv)
     alltoallv_mismatch(+1);
     alltoallv_mismatch(-1);
     count_mismatch();
+    queued_mismatch("iallreduce count", NONBLOCKING, (1 << 20) + 1, MPI_SUM, -1);
+    queued_mismatch("iallreduce op", NONBLOCKING, 0, MPI_MAX, -1);
+    queued_mismatch("persistent allreduce count", PERSISTENT, -7, MPI_SUM, -1);
+    queued_mismatch("ibcast root", NONBLOCKING, 0, MPI_SUM, 1);
     /* No case of count 0 on some ranks only: Open MPI's MPI_Allreduce and
      * MPI_Bcast return MPI_SUCCESS for count 0 before any coll component
      * sees the call (ompi/mpi/c/allreduce.c), so that rank skips the
