@@ -293,6 +293,10 @@ void coll_gpu_request_disown(ompi_request_t *request, int32_t *owners);
  * request is pending or not yet freed is then correct, as MPI requires. */
 void coll_gpu_request_init(ompi_request_t *r, ompi_communicator_t *comm, bool persistent,
                            ompi_request_free_fn_t free_fn);
+/* Completes one of our requests with `rc`; a failed one carries
+ * COLL_GPU_FAILED_REQUEST_TYPE, so that MPI_Wait/MPI_Test raise `rc` on its
+ * communicator's error handler (MPI_ERRORS_RETURN returns it) in 4.1 too. */
+void coll_gpu_request_end(ompi_request_t *r, int rc);
 /* req_cancel of our requests: collectives cannot be cancelled. */
 int coll_gpu_request_cancel(ompi_request_t *request, int complete);
 /* Runs the completions that are due now; returns how many ran. */

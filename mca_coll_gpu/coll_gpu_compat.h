@@ -29,6 +29,17 @@
 #  define COLL_GPU_DECLSPEC OMPI_DECLSPEC
 #endif
 
+/* The request type an ended-with-an-error request carries so that MPI_Wait
+ * and MPI_Test call its communicator's error handler, as MPI says. 4.1's
+ * ompi_errhandler_request_invoke knows only PML, IO and WIN requests and
+ * sends every other type to MPI_COMM_WORLD's handler (fatal by default,
+ * whatever the communicator's is); 5.0 knows COLL as well. */
+#ifdef COLL_GPU_OMPI_50
+#  define COLL_GPU_FAILED_REQUEST_TYPE OMPI_REQUEST_COLL
+#else
+#  define COLL_GPU_FAILED_REQUEST_TYPE OMPI_REQUEST_PML
+#endif
+
 /* The coll framework version the component struct declares. */
 /* MPI's own half-precision type where this Open MPI has one (5.0's
  * shortfloat extension: MPIX_C_FLOAT16, IEEE binary16, reduced by the

@@ -45,6 +45,7 @@ static void start_one(ompi_request_t *req)
     req->req_state = OMPI_REQUEST_ACTIVE;
     req->req_complete = REQUEST_PENDING;
     req->req_status.MPI_ERROR = MPI_SUCCESS;
+    req->req_type = OMPI_REQUEST_COLL;
     ompi_request_t *inner = NULL;
     int rc = coll_gpu_run_start(p->module, p->comm, &p->call, &inner, (coll_gpu_request_t *)req);
     if (rc == OMPI_SUCCESS && inner == NULL) return; /* queued: watched already */
@@ -54,8 +55,7 @@ static void start_one(ompi_request_t *req)
     }
     /* Nothing runs: the start is over, with its error. */
     if (inner) ompi_request_free(&inner);
-    req->req_status.MPI_ERROR = rc;
-    ompi_request_complete(req, true);
+    coll_gpu_request_end(req, rc);
 }
 
 static int persist_start(size_t count, ompi_request_t **requests)

@@ -164,9 +164,15 @@ static coll_gpu_request_t *of_pending(coll_gpu_pending_t *w)
  * the run's ownership dropped. */
 static void run_over(coll_gpu_request_t *r, int rc)
 {
-    r->super.super.req_status.MPI_ERROR = rc;
-    ompi_request_complete(&r->super.super, true);
+    coll_gpu_request_end(&r->super.super, rc);
     coll_gpu_request_disown(&r->super.super, &r->owners);
+}
+
+void coll_gpu_request_end(ompi_request_t *r, int rc)
+{
+    r->req_status.MPI_ERROR = rc;
+    r->req_type = rc == MPI_SUCCESS ? OMPI_REQUEST_COLL : COLL_GPU_FAILED_REQUEST_TYPE;
+    ompi_request_complete(r, true);
 }
 
 static void inner_complete(coll_gpu_pending_t *w)
