@@ -23,6 +23,7 @@
 
 #include "test_forms.h"
 #include "test_gpu.h"
+#include "test_watchdog.h"
 
 static int rank, size, on_device, gpu_setup, failures, checks;
 
@@ -113,6 +114,7 @@ static MPI_Comm ready_comm(call_t *c)
 static void nonblocking_cases(call_t *c)
 {
     MPI_Request r;
+    begin_part("nonblocking, MPI_Comm_free, MPI_Wait");
     MPI_Comm comm = ready_comm(c);
     fill(c, 1);
     nonblocking(c, comm, &r);
@@ -120,6 +122,7 @@ static void nonblocking_cases(call_t *c)
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     check(c, 1, "nonblocking, communicator freed before the wait");
 
+    begin_part("nonblocking, MPI_Request_free, MPI_Comm_free, the next communicator");
     comm = ready_comm(c);
     fill(c, 2);
     nonblocking(c, comm, &r);
@@ -129,12 +132,14 @@ static void nonblocking_cases(call_t *c)
     MPI_Barrier(MPI_COMM_WORLD);
     comm = ready_comm(c);
     MPI_Comm_free(&comm);
+    end_part();
 }
 
 #ifdef P
 static void persistent_cases(call_t *c)
 {
     MPI_Request r;
+    begin_part("persistent, started after MPI_Comm_free");
     MPI_Comm comm = ready_comm(c);
     persistent(c, comm, &r);
     MPI_Comm_free(&comm);
@@ -146,6 +151,7 @@ static void persistent_cases(call_t *c)
     }
     MPI_Request_free(&r);
 
+    begin_part("persistent, MPI_Comm_free while it runs");
     comm = ready_comm(c);
     persistent(c, comm, &r);
     fill(c, 5);
@@ -155,6 +161,7 @@ static void persistent_cases(call_t *c)
     check(c, 5, "persistent, communicator freed while it ran");
     MPI_Request_free(&r);
 
+    begin_part("persistent, freed after its communicator");
     comm = ready_comm(c);
     persistent(c, comm, &r);
     fill(c, 6);
@@ -163,6 +170,7 @@ static void persistent_cases(call_t *c)
     check(c, 6, "persistent, freed after its communicator");
     MPI_Comm_free(&comm);
     MPI_Request_free(&r);
+    end_part();
 }
 #endif
 
@@ -182,6 +190,9 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
+    /* A hang names its part and ends the rank (status 3) instead of
+     * waiting for ctest's timeout. */
+    watchdog_init("lifetime_check", rank, 120, 0);
     const size_t sizes[] = {64, (size_t)1 << 20};
     for (int b = 0; b < 2; b++) {
         for (int s = 0; s < 2; s++) {
