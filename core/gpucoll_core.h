@@ -174,7 +174,10 @@ typedef struct gpucoll_plan gpucoll_plan_t;
  * call's kind, count, dtype, op, root and in-place-ness, which MPI makes
  * equal. GPUCOLL_ERR_UNSUPPORTED: every rank stages this call instead.
  * Another error (an earlier kernel of the team gave up, no memory): this
- * rank cannot take part; the peers' kernels will give up on it.
+ * rank cannot take part; the peers' kernels will give up on it. After a
+ * failed queued call, calls fail so until the next blocking call, which
+ * retires the team's GPU path on every rank (GPUCOLL_ERR_UNSUPPORTED from
+ * then on: the calls stage).
  * Buffers may be any memory: those the kernels cannot use where they are
  * (host, managed, another GPU) are copied through device memory of the
  * team's GPU at each launch and completion. They must stay valid, and for
@@ -203,6 +206,11 @@ int gpucoll_plan_test(gpucoll_plan_t *plan, gpucoll_status_t *status);
 /* Frees the plan, first waiting for a launch still running (it completes,
  * or ends because a peer is gone). */
 void gpucoll_plan_free(gpucoll_plan_t *plan);
+/* 1 where the plan's team has retired its GPU path since the plan was made
+ * (a failed queued call, then a blocking call: every rank alike): the
+ * caller frees the plan and runs the call on the staged route, as
+ * gpucoll_plan_create now tells it to (GPUCOLL_ERR_UNSUPPORTED). */
+int gpucoll_plan_retired(const gpucoll_plan_t *plan);
 /* The algorithm the plan runs ("allreduce_ll", ...), for verbose output. */
 const char *gpucoll_plan_algorithm(const gpucoll_plan_t *plan);
 

@@ -291,6 +291,7 @@ gpucoll_status_t run_blocking(gpucoll_team_t *t, const gpucoll_coll_args_t *args
     // which posts call n has finished its kernels of the calls before.
     gpucoll_status_t st = drain_queued(t);
     if (st != GPUCOLL_SUCCESS) return st;
+    retire_after_queued_failure(t);
     Blocking c;
     c.a = *args;
     c.seq = ++t->seq;

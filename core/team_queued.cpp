@@ -293,9 +293,10 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     *out = nullptr;
     const gpucoll_config_t &cfg = config();
     if (!queueable(args)) return GPUCOLL_ERR_UNSUPPORTED;
+    if (t->retired) return GPUCOLL_ERR_UNSUPPORTED; // every rank retired at the same blocking call
     if (t->broken)
-        return gpucoll_fail(GPUCOLL_ERR_PEER,
-                            "an earlier peer kernel of this communicator failed; its GPU path is out of step");
+        return gpucoll_fail(GPUCOLL_ERR_PEER, "an earlier peer kernel of this communicator failed; its GPU path is out "
+                                              "of step until a blocking collective on device buffers");
     // Nothing agreed has set the GPU side up yet (or it failed on every rank).
     if (t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED;
     UnagreedCall c;
@@ -555,6 +556,8 @@ extern "C" void gpucoll_plan_free(gpucoll_plan_t *p)
     }
     delete p;
 }
+
+extern "C" int gpucoll_plan_retired(const gpucoll_plan_t *p) { return p && p->team->retired; }
 
 extern "C" const char *gpucoll_plan_algorithm(const gpucoll_plan_t *p)
 {

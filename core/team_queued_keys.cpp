@@ -1,5 +1,6 @@
 // The keys of a team's queued calls: published at each launch, compared as
-// the peers' arrive (core/queued_keys.hpp says why and how).
+// the peers' arrive (core/queued_keys.hpp says why and how); and the team's
+// retirement after a queued call failed (team_state.hpp).
 #include <cstdio>
 
 #include "team_state.hpp"
@@ -60,6 +61,25 @@ gpucoll_status_t queued_call_status(gpucoll_team *t, uint64_t qseq)
                         "nonblocking or persistent collective #%llu: the ranks' arguments differ (kind, count, type, "
                         "op, root or counts)",
                         (unsigned long long)qseq);
+}
+
+void retire_after_queued_failure(gpucoll_team *t)
+{
+    if (t->gpu != gpucoll_team::GpuReady) return;
+    const int why = t->error ? __atomic_load_n(t->error, __ATOMIC_ACQUIRE) : 0;
+    if (!t->broken && why == 0) return;
+    if (why == kErrorPeerGone || team_peer_gone(t, 0) >= 0) return;
+    // Under the debugging timeout a rank may finish the call an instant
+    // before a peer's kernel gives up, see no failure and not retire; the
+    // communicator is not usable afterwards there (docs/using.md).
+    if (config().timeout_ms > 0) return;
+    t->gpu = gpucoll_team::GpuFailed;
+    t->broken = t->retired = true;
+    t->resident.retire();
+    if (config().verbose >= 10)
+        fprintf(stderr, "coll:gpu: rank %d: an earlier nonblocking, persistent or enqueued collective of this "
+                        "communicator failed; its collectives take the staged route from here on\n",
+                t->rank);
 }
 
 } // namespace gpucoll

@@ -174,6 +174,7 @@ struct gpucoll_team {
     int gone_rank = -1; // atomically
     std::atomic<int64_t> presence_checked_ms{0};
     bool broken = false;           // a kernel gave up: the flags are out of step (team_queued.cpp says why it matters)
+    bool retired = false;          // a failed queued or enqueued call retired the GPU path: every call stages
     bool ll_cleared_since_agree = false; // the LL area was cleared (flag wrap) after the latest agreement
     // Memory that stands in for the buffers of queued calls that the
     // kernels cannot use as they are (host memory, another GPU): made at the
@@ -341,6 +342,17 @@ void release_queued(gpucoll_team *t);
 uint64_t post_queued_call(gpucoll_team *t, const gpucoll_coll_args_t &a);
 void settle_queued_keys(gpucoll_team *t);
 gpucoll_status_t queued_call_status(gpucoll_team *t, uint64_t qseq);
+// After a queued or enqueued call failed (arguments that differ, a kernel
+// that gave up or could not start), the kernels' flags are out of step on
+// every rank. A blocking call, once it has drained this rank's queued
+// kernels, retires the team's GPU path: that call and every later one of
+// the communicator take the staged route, which works. Every rank retires
+// at the same blocking call, since each saw the failure by then (the keys,
+// or its own kernel's give-up in the error word), so the queued calls after
+// it stage alike. Not where a peer is gone: the staged route would wait for
+// it for good, and those calls keep failing instead; nor under the
+// debugging timeout_ms.
+void retire_after_queued_failure(gpucoll_team *t);
 
 // Zero-copy (core/team.cpp), shared by blocking calls and persistent plans.
 // Whether what this rank's zero-copy kernel touches in peer r's buffers

@@ -353,6 +353,9 @@ bool coll_gpu_queued_plan(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, bo
 int coll_gpu_queued_start(coll_gpu_queued_t *q);
 /* True once the run is over, with *rc its result and outputs in place. */
 bool coll_gpu_queued_test(coll_gpu_queued_t *q, int *rc);
+/* True where the communicator's GPU path was retired since q was planned
+ * (gpucoll_plan_retired): a persistent request drops q and stages. */
+bool coll_gpu_queued_retired(const coll_gpu_queued_t *q);
 void coll_gpu_queued_free(coll_gpu_queued_t *q);
 /* MPI_I<coll>: plans and starts `c`, and returns its request in *request;
  * false if every rank stages it instead. */

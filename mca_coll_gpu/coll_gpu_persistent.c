@@ -32,6 +32,10 @@ bool coll_gpu_persistent_queued(mca_coll_gpu_module_t *m, const coll_gpu_call_t 
 {
     coll_gpu_persist_t *p = coll_gpu_request_record(coll_gpu_request_mpi(r));
     *rc = OMPI_SUCCESS;
+    if (p->q && coll_gpu_queued_retired(p->q)) { /* every rank's: its starts stage from here on */
+        coll_gpu_queued_free(p->q);
+        p->q = NULL;
+    }
     if (p->q == NULL && !coll_gpu_queued_plan(m, c, true, &p->q, rc)) return false;
     if (p->q == NULL) return true; /* *rc: this rank's error */
     if ((*rc = coll_gpu_queued_start(p->q)) != OMPI_SUCCESS) return true;

@@ -178,6 +178,8 @@ int coll_gpu_queued_start(coll_gpu_queued_t *q)
     return st == GPUCOLL_SUCCESS ? OMPI_SUCCESS : coll_gpu_error(st, "launching a nonblocking collective");
 }
 
+bool coll_gpu_queued_retired(const coll_gpu_queued_t *q) { return gpucoll_plan_retired(q->plan) != 0; }
+
 bool coll_gpu_queued_test(coll_gpu_queued_t *q, int *rc)
 {
     gpucoll_status_t st;

@@ -151,6 +151,40 @@ static void count_mismatch(void)
     check_still_works("bcast count mismatch");
 }
 
+/* The communicator of a failed queued call works afterwards: a blocking
+ * call (from which on its calls take the staged route, on every rank), then
+ * a nonblocking and a persistent one, results checked. */
+static void comm_works_after(MPI_Comm c, const char *after)
+{
+    const size_t n = 1000;
+    const int want = size * (size + 1) / 2;
+    int *s = dev_fill(n, rank + 1), *r = dev_fill(n, -1);
+    for (int form = 0; form < 3; form++) {
+        static const char *names[] = {"blocking", "nonblocking", "persistent"};
+        MPI_Request req = MPI_REQUEST_NULL;
+        cudaMemset(r, 0xff, n * sizeof(int));
+        int rc = MPI_SUCCESS;
+        if (form == 0) rc = MPI_Allreduce(s, r, (int)n, MPI_INT, MPI_SUM, c);
+        else if (form == 1) rc = MPI_Iallreduce(s, r, (int)n, MPI_INT, MPI_SUM, c, &req);
+#ifdef P
+        else if ((rc = P(Allreduce)(s, r, (int)n, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &req)) == MPI_SUCCESS)
+            rc = MPI_Start(&req);
+#else
+        else continue;
+#endif
+        if (rc == MPI_SUCCESS && req != MPI_REQUEST_NULL) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (form == 2 && req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+        int *h = to_host(r, n);
+        checks++;
+        if (rc != MPI_SUCCESS || h[0] != want || h[n - 1] != want)
+            FAIL("%s allreduce on the communicator after %s: rc %d, got %d, expected %d", names[form], after, rc,
+                 h[0], want);
+        free(h);
+    }
+    cudaFree(s);
+    cudaFree(r);
+}
+
 /* Nonblocking and persistent calls whose arguments differ between ranks
  * (count, op, or Ibcast's root on the last rank): an error on every rank,
  * no hang, no silent wrong result. Each on a dup of its own: the first
@@ -185,6 +219,7 @@ static void queued_mismatch(const char *what, enum queued_form form, int count_d
     int ok = rc == MPI_SUCCESS, oks = 0;
     MPI_Allreduce(&ok, &oks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("args_check: %s: %d of %d ranks returned MPI_SUCCESS\n", what, oks, size);
+    comm_works_after(c, what);
     MPI_Comm_free(&c);
     cudaFree(s);
     cudaFree(r);
