@@ -26,7 +26,7 @@ set -u
 source .device/mpi-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 B=build; ALL=/root/gpu_all.txt; LIST=/root/gpu_list.txt; DONE=/root/gpu_done.txt
-FIRST=${FIRST:-lifetime|late_rank|gone_rank|outstanding|info_staged|ipc_release|op_types|stream_args|reduce_local_devices|gpu_args}
+FIRST=${FIRST:-cross_order|mismatched_args|param_mismatch|threads_calls|lifetime|late_rank|gone_rank|outstanding|info_staged|ipc_release|op_types|stream_args|reduce_local_devices|gpu_args}
 # Starts its own MPS daemon: never beside another test.
 ALONE='^gpu_mps_shared_gpu$'
 SMALL='np[12]([^0-9]|$)|^gpu_(pointer_query|launch_while_running|peer_give_up|one_rank_on_gpu|reduce_local_devices)$'
