@@ -252,7 +252,9 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
     // Queued kernels read the peers' scratch too: each rank's end before it
     // departs. (Requests hold their communicator, so none is pending here.)
     if (t->gpu == gpucoll_team::GpuReady) (void)drain_queued(t);
-    if (t->gpu == gpucoll_team::GpuReady) close_stream_calls(t);
+    // A retired team (team_state.hpp) may still have enqueued kernels in
+    // flight, ending on the give-up word, and graphs holding its kernels.
+    if (t->gpu == gpucoll_team::GpuReady || t->retired) close_stream_calls(t);
     if (t->gpu != gpucoll_team::GpuReady) return finish_team(t);
     // Peers may still read our scratch in the tail of their last kernel: it
     // goes once every rank has left (or is gone). Waiting for that here,
