@@ -188,7 +188,8 @@ static void comm_works_after(MPI_Comm c, const char *after)
 /* Nonblocking and persistent calls whose arguments differ between ranks
  * (count, op, or Ibcast's root on the last rank): an error on every rank,
  * no hang, no silent wrong result. Each on a dup of its own: the first
- * mismatch takes that communicator's queued path out of step. */
+ * mismatch takes that communicator's queued path out of step until its
+ * next blocking call, from which on it stages (comm_works_after). */
 enum queued_form { NONBLOCKING, PERSISTENT };
 static void queued_mismatch(const char *what, enum queued_form form, int count_delta, MPI_Op last_op, int last_root)
 {
