@@ -5,6 +5,7 @@
 # this tree's build/, gpucoll-bench every mode at NP ranks (default 4), NCCL
 # beside the new one (PATHS=mpi leaves NCCL out: it takes one GPU per rank);
 # CSVs and logs into $OUT. LONG=n (below): small sizes again with n calls each.
+# tools/bench_compare.py --old bench_base*.csv --new bench_new*.csv makes the table.
 set -u
 source .device/mpi-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
