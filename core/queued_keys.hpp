@@ -11,7 +11,8 @@
 // call, or drains its queue: reads only, never a wait. Every rank reads the
 // same n keys, so all reach the same verdict (compare_keys); on a mismatch
 // each rank stops its own kernel through the team's error word and fails the
-// call, and the team takes no further queued call (team_queued.cpp says why).
+// call, and the team takes no further queued call until a blocking call
+// retires its GPU path (team_queued.cpp says why).
 //
 // A peer more than kQueuedKeys calls ahead has overwritten the key a slower
 // rank has not read yet: that call goes unchecked (counted, said at verbose

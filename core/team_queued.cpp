@@ -24,7 +24,10 @@
 // - A kernel that gave up leaves the barrier epochs out of step: the team
 //   then fails every later queued call with an error rather than staging
 //   it, since ranks that have not seen the failure yet would launch kernels
-//   while this one waited in a host collective for them.
+//   while this one waited in a host collective for them. The next blocking
+//   call, which every rank reaches having seen the failure, retires the GPU
+//   path on all of them; queued calls stage from then on
+//   (retire_after_queued_failure, team_state.hpp).
 #include <cstdio>
 #include <memory>
 #include <new>
