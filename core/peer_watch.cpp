@@ -78,8 +78,10 @@ void *watcher(void *)
             pthread_mutex_unlock(&w.mu);
             return nullptr;
         }
-        for (gpucoll_team *t : w.teams)
+        for (gpucoll_team *t : w.teams) {
             if (team_peer_gone(t, 0) >= 0) raise_gone(t);
+            else settle_stream_keys(t); // an enqueued kernel whose peers' arguments differ ends
+        }
         std::vector<Leaving> ready = ready_to_finish(w);
         pthread_mutex_unlock(&w.mu);
         for (const Leaving &l : ready) l.finish(l.t); // outside mu: finishing unwatches the team

@@ -28,7 +28,7 @@
 
 namespace gpucoll {
 
-constexpr int kQueuedKeys = 32;
+constexpr int kQueuedKeys = 64;
 
 // Set by the host in the team's error word (PeerArgs::error) when a queued
 // call's keys differ: every kernel of the team stops (kernels/peer_args.h

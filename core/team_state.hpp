@@ -78,6 +78,12 @@ struct alignas(128) ShmRank {
     // process's IpcCache posts them): the peers unmap them (ipc_after_call).
     FreedRing freed;
     QueuedKeyRing qkeys; // the keys of this rank's queued calls (queued_keys.hpp)
+    // Stream-ordered teams (core/team_stream_keys.cpp): this rank captured
+    // one of the team's calls into a graph (every rank stops comparing), and
+    // this rank found the keys of an enqueued call to differ (every rank's
+    // kernels stop, also those of a rank that could not read them).
+    std::atomic<uint32_t> stream_captured;
+    std::atomic<uint32_t> stream_args_differ;
 };
 static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
 
@@ -168,6 +174,9 @@ struct gpucoll_team {
     std::atomic<uint64_t> queued_posted{0};
     std::mutex queued_keys_mu;
     gpucoll::QueuedCheck queued_check; // under queued_keys_mu
+    // A stream-ordered team compares its calls' keys in that ring too, from
+    // its set-up until any rank captures one of its calls (team_stream_keys.cpp).
+    std::atomic<bool> stream_keys_on{false};
     // Presence (core/peer_watch.hpp): this rank's lock is held through
     // presence_fd; gone_rank is the first peer found gone (-1: none).
     int presence_fd = -1;
@@ -353,6 +362,20 @@ gpucoll_status_t queued_call_status(gpucoll_team *t, uint64_t qseq);
 // it for good, and those calls keep failing instead; nor under the
 // debugging timeout_ms.
 void retire_after_queued_failure(gpucoll_team *t);
+
+// The keys of stream-ordered calls (core/team_stream_keys.cpp), compared in
+// the same ring without a host round trip: post_stream_key publishes this
+// rank's next enqueued call made outside a capture (a call being captured
+// stops the comparisons for good, on every rank: a graph's replays are
+// calls the host does not make, so from then on the ranks' host-side
+// sequences may differ in a valid program). settle_stream_keys compares as
+// far as the peers' keys are there and, at a mismatch, raises the team's
+// error word, which stops its kernels and fails its later calls and
+// coll_gpu_stream_status; it makes no CUDA call and takes no lock but the
+// team's queued_keys_mu, so that the watcher thread calls it too (a kernel
+// waiting on a peer whose arguments differ may never end otherwise).
+void post_stream_key(gpucoll_team *t, const gpucoll_coll_args_t &a, bool eager);
+void settle_stream_keys(gpucoll_team *t);
 
 // Zero-copy (core/team.cpp), shared by blocking calls and persistent plans.
 // Whether what this rank's zero-copy kernel touches in peer r's buffers

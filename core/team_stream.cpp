@@ -76,6 +76,7 @@ gpucoll_status_t stream_setup_body(gpucoll_team *t, bool can)
     if (t->gpu == gpucoll_team::GpuNone) t->gpu = gpucoll_team::GpuFailed; // not retried: alike everywhere
     if (t->gpu != gpucoll_team::GpuReady) return st != GPUCOLL_SUCCESS ? st : GPUCOLL_ERR_UNSUPPORTED;
     t->stream_calls = slot;
+    t->stream_keys_on.store(true, std::memory_order_release);
     return GPUCOLL_SUCCESS;
 }
 
@@ -94,12 +95,22 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
 {
     const gpucoll_config_t &cfg = config();
     if (!t->stream_calls || t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED;
+    settle_stream_keys(t); // the earlier calls' keys, as far as the peers' are there
     gpucoll_status_t st = error_raised(t);
     if (st != GPUCOLL_SUCCESS) return st;
     if (t->broken) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "an earlier enqueued collective could not be launched");
-    if (args.count == 0 && queueable(args)) return GPUCOLL_SUCCESS; // alike on every rank: nothing runs anywhere
+    // A call being captured ends the comparison of keys (team_stream_keys.cpp
+    // says why); the stream's GPU is asked only outside a capture, where a
+    // query may be refused or end the capture.
+    const bool eager = gpucoll_stream_capturing(stream) == 0;
+    if (args.count == 0 && queueable(args)) return post_stream_key(t, args, eager), GPUCOLL_SUCCESS; // nothing runs anywhere
     UnagreedCall c;
-    if ((st = prepare_unagreed(t, args, cfg, &c)) != GPUCOLL_SUCCESS) return st;
+    if ((st = prepare_unagreed(t, args, cfg, &c)) != GPUCOLL_SUCCESS) {
+        // Alike on every rank that makes the same call (it falls back): its
+        // key shows a peer that made another one.
+        if (st == GPUCOLL_ERR_UNSUPPORTED) post_stream_key(t, args, eager);
+        return st;
+    }
     const gpucoll_coll_args_t &a = c.a;
     const Plan &plan = c.plan;
 
@@ -115,16 +126,17 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
                             "managed memory",
                             t->device);
     // Launched into another GPU's stream, the kernel would run on that GPU
-    // against this one's memory and fault the context. Asked outside a
-    // capture only (a query there may be refused, or end the capture); a
-    // stream the runtime cannot place is let through, as before the check.
-    const bool eager = gpucoll_stream_capturing(stream) == 0;
+    // against this one's memory and fault the context. A stream the runtime
+    // cannot place is let through, as before the check.
     const int stream_device = eager ? gpu_port_stream_device(static_cast<gpuStream_t>(stream)) : GPU_PORT_DEVICE_UNKNOWN;
     if (stream_device >= 0 && stream_device != t->device)
         return gpucoll_fail(GPUCOLL_ERR_INVALID,
                             "an enqueued collective's stream belongs to GPU %d; this communicator's enqueued "
                             "collectives run on GPU %d, the one current at coll_gpu_stream_init",
                             stream_device, t->device);
+    // After the misuse that fails this rank alone: its next call's key then
+    // takes this one's place, and differs from the peers' in most cases.
+    post_stream_key(t, args, eager);
     DeviceGuard g(t->device);
     PeerArgs k = kernel_args(t, plan, a, src, rbuf);
     k.stream_calls = t->stream_calls;
@@ -187,6 +199,7 @@ void gpucoll::close_stream_calls(gpucoll_team *t)
     while ((e = read_counter(t, &sc->eager_done, &done)) == gpuSuccess && done < t->stream_eager && still_waiting(t, deadline)) {
         if (done != seen) deadline = Clock::now() + patience();
         seen = done;
+        settle_stream_keys(t); // a kernel stuck on arguments that differ ends
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     // Then nothing more may start: kernels of graphs launched later, or of
@@ -222,7 +235,9 @@ extern "C" gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *t, const gpuc
 extern "C" gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *t)
 {
     if (!t || !t->error) return GPUCOLL_SUCCESS;
-    return error_raised(const_cast<gpucoll_team_t *>(t)); // it may note which peer is gone
+    gpucoll_team_t *team = const_cast<gpucoll_team_t *>(t); // reads only: the keys, and which peer is gone
+    settle_stream_keys(team);
+    return error_raised(team);
 }
 
 extern "C" int gpucoll_stream_capturing(void *stream)

@@ -26,8 +26,8 @@ gpucoll_status_t kernel_error(gpucoll_team *t, const char *what)
     }
     case kErrorArgsDiffer:
         return gpucoll_fail(GPUCOLL_ERR_MISMATCH,
-                            "%s stopped: a nonblocking or persistent collective of this communicator had arguments that "
-                            "differ between ranks",
+                            "%s stopped: a nonblocking, persistent or enqueued collective of this communicator had "
+                            "arguments that differ between ranks",
                             what);
     case kErrorPeerGaveUp:
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "%s: another rank's kernel gave up waiting (its timeout_ms)", what);

@@ -206,7 +206,11 @@ static inline void coll_gpu_ext_free(coll_gpu_ext_t *ext)
  *   kernels wait for it. A kernel ends without its peer only when that
  *   peer's process is gone (or past coll_gpu_timeout_ms, a debugging bound,
  *   off by default); coll_gpu_stream_status and every later call on the
- *   communicator then fail on that rank.
+ *   communicator then fail on that rank. Calls made outside a capture whose
+ *   arguments differ between ranks (count, type, op, root) end every rank's
+ *   kernels of the communicator; once every rank has made the call,
+ *   coll_gpu_stream_status and later enqueued calls fail with MPI_ERR_ARG.
+ *   From the first call any rank captures on, calls are not compared.
  * - Buffers: device memory of the GPU current at coll_gpu_stream_init, or
  *   managed memory.
  *   Reductions: predefined types (and this header's fp16/bf16) with
@@ -253,8 +257,9 @@ typedef int (*coll_gpu_alltoall_enqueue_fn)(const void *sendbuf, int sendcount, 
     }
 COLL_GPU_EXT_FORWARD(stream_init, (MPI_Comm comm), (comm))
 /* MPI_SUCCESS, or the error that an enqueued kernel of `comm` met (a peer
- * whose process is gone, or the debugging coll_gpu_timeout_ms): the
- * communicator's enqueued calls then fail; free it. Never waits. */
+ * whose process is gone, arguments that differ between ranks, or the
+ * debugging coll_gpu_timeout_ms): the communicator's enqueued calls then
+ * fail; free it. Never waits. */
 COLL_GPU_EXT_FORWARD(stream_status, (MPI_Comm comm), (comm))
 COLL_GPU_EXT_FORWARD(allreduce_enqueue,
                      (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,

@@ -16,6 +16,11 @@
  *  - Iallreduce (count, op), a persistent allreduce (count) and Ibcast
  *    (root) whose arguments differ on the last rank: an error on every
  *    rank, each on a communicator of its own;
+ *  - the same three mismatches enqueued on a stream (coll_gpu_*_enqueue)
+ *    after a matching enqueued call: the stream's work ends (no kernel left
+ *    waiting), and once every rank has made the call (a barrier) the call
+ *    or coll_gpu_stream_status fails on every rank, later enqueued calls
+ *    fail, ordinary calls on the communicator work, and it frees;
  *  - a correct allreduce and alltoallv after each, checked exactly.
  * Needs 2+ ranks and a GPU (exit 77 otherwise). Run it where the ranks form
  * a team (coll_gpu_shared_gpu=1 when they share a GPU): on the staged path
@@ -26,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_gpu_ext.h"
 #include "test_forms.h"
 #include "test_gpu.h"
 
@@ -229,6 +235,55 @@ static void queued_mismatch(const char *what, enum queued_form form, int count_d
     check_still_works(what);
 }
 
+/* An enqueued call whose arguments differ on the last rank (count, op, or
+ * bcast's root), on a dup of its own after a matching one. */
+static void enqueued_mismatch(const char *what, int count_delta, MPI_Op last_op, int last_root)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(comm, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    cudaStream_t st;
+    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    const int last = rank == size - 1, want = size * (size + 1) / 2;
+    const size_t base = 4096, n = base + (last ? (size_t)count_delta : 0);
+    int *s = dev_fill(n, rank + 1), *r = dev_fill(n, -1);
+    int rc = coll_gpu_stream_init(c);
+    if (rc == MPI_SUCCESS) rc = coll_gpu_allreduce_enqueue(s, r, (int)base, MPI_INT, MPI_SUM, c, st);
+    cudaStreamSynchronize(st);
+    int *h = to_host(r, base);
+    checks++;
+    if (rc != MPI_SUCCESS || h[0] != want || h[base - 1] != want)
+        FAIL("%s: the matching enqueued allreduce before it: rc %d, got %d, expected %d", what, rc, h[0], want);
+    free(h);
+    if (last_root >= 0)
+        rc = coll_gpu_bcast_enqueue(s, (int)n, MPI_INT, last ? last_root : 0, c, st);
+    else
+        rc = coll_gpu_allreduce_enqueue(s, r, (int)n, MPI_INT, last ? last_op : MPI_SUM, c, st);
+    cudaError_t e = cudaStreamSynchronize(st); /* a kernel left waiting would hang here (the test's timeout) */
+    checks++;
+    if (e != cudaSuccess) FAIL("%s: the stream after the call: %s", what, cudaGetErrorString(e));
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank has made the call */
+    const int status = coll_gpu_stream_status(c);
+    checks++;
+    if (rc == MPI_SUCCESS && status == MPI_SUCCESS)
+        FAIL("%s: the call and coll_gpu_stream_status returned MPI_SUCCESS where the ranks' arguments differ", what);
+    int ok = rc == MPI_SUCCESS && status == MPI_SUCCESS, oks = 0;
+    MPI_Allreduce(&ok, &oks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("args_check: %s: %d of %d ranks saw no error\n", what, oks, size);
+    rc = coll_gpu_allreduce_enqueue(s, r, (int)base, MPI_INT, MPI_SUM, c, st);
+    cudaStreamSynchronize(st);
+    checks++;
+    if (rc == MPI_SUCCESS) FAIL("%s: a later enqueued call on the communicator returned MPI_SUCCESS", what);
+    comm_works_after(c, what);
+    MPI_Comm_free(&c);
+    checks++;
+    if ((e = cudaDeviceSynchronize()) != cudaSuccess) FAIL("%s: the GPU after the communicator's free: %s", what,
+                                                           cudaGetErrorString(e));
+    cudaFree(s);
+    cudaFree(r);
+    cudaStreamDestroy(st);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -251,6 +306,10 @@ int main(int argc, char **argv)
     queued_mismatch("iallreduce op", NONBLOCKING, 0, MPI_MAX, -1);
     queued_mismatch("persistent allreduce count", PERSISTENT, -7, MPI_SUM, -1);
     queued_mismatch("ibcast root", NONBLOCKING, 0, MPI_SUM, 1);
+    enqueued_mismatch("enqueued allreduce count", (1 << 20) + 1, MPI_SUM, -1);
+    enqueued_mismatch("enqueued allreduce op", 0, MPI_MAX, -1);
+    enqueued_mismatch("enqueued bcast root", 0, MPI_SUM, 1);
+    check_still_works("the enqueued mismatches");
     /* No case of count 0 on some ranks only: Open MPI's MPI_Allreduce and
      * MPI_Bcast return MPI_SUCCESS for count 0 before any coll component
      * sees the call (ompi/mpi/c/allreduce.c), so that rank skips the
