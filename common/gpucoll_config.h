@@ -92,6 +92,11 @@ typedef struct gpucoll_config {
                                         process that may be on the GPU at once (one per thread making
                                         them at the same time); grids are cut so that that many fit the
                                         SMs together. Equal on every rank */
+    int kernels_at_once;             /* peer-to-peer kernels of one process that may wait for their peers at
+                                        the same time outside MPI_THREAD_MULTIPLE: nonblocking, persistent
+                                        and enqueued collectives of different communicators in flight
+                                        together, which ranks may start in different orders. Grids are cut
+                                        so that that many fit the SMs together. Equal on every rank */
 } gpucoll_config_t;
 
 /* Ranks whose buffers are on the same GPU. Their peer kernels wait on each other, so they must be on
@@ -136,6 +141,9 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_DEFAULT_MAX_BLOCKS 128
 /* tests/mpi/thread_check.c runs 4 threads' collectives at once. */
 #define GPUCOLL_DEFAULT_THREAD_CALLS 8
+/* Two communicators' nonblocking calls started in the other order on odd ranks deadlocked with
+   128-block grids on 4 x H200 and passed with 64 (tests/mpi/cross_order_check.c, session 22). */
+#define GPUCOLL_DEFAULT_KERNELS_AT_ONCE 2
 #define GPUCOLL_DEFAULT_THREADS 512
 /* The most threads per block the kernels launch with: the reduce kernels take up to 112
    registers a thread (ptxas -v, sm_90), and 1024 of them would not fit an SM's 64 Ki

@@ -278,8 +278,11 @@ bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_con
 
 int calls_at_once(const gpucoll_config_t &cfg)
 {
-    if (!cfg.thread_multiple) return 1;
-    return cfg.thread_calls > 0 ? cfg.thread_calls : GPUCOLL_DEFAULT_THREAD_CALLS; // a config not filled in
+    // A config not filled in takes the defaults.
+    const int queued = cfg.kernels_at_once > 0 ? cfg.kernels_at_once : GPUCOLL_DEFAULT_KERNELS_AT_ONCE;
+    if (!cfg.thread_multiple) return queued;
+    const int threads = cfg.thread_calls > 0 ? cfg.thread_calls : GPUCOLL_DEFAULT_THREAD_CALLS;
+    return threads > queued ? threads : queued;
 }
 
 int co_resident_blocks(const GpuShare &share, int calls_at_once)

@@ -66,9 +66,12 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);
 // the scratch algorithms up to resident_max_bytes, when resident_us > 0.
 bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_config_t &cfg);
 
-// Collectives of one rank that may be on the GPU at once: one, or under
-// MPI_THREAD_MULTIPLE the thread_calls parameter (one per thread making
-// them at the same time).
+// Peer kernels of one rank that may wait for their peers at once:
+// kernels_at_once (nonblocking, persistent and enqueued calls of different
+// communicators, which MPI lets ranks start in different orders: each
+// rank's first kernel then waits for a peer's second), or under
+// MPI_THREAD_MULTIPLE thread_calls (one per thread making them at the same
+// time) where that is more.
 int calls_at_once(const gpucoll_config_t &cfg);
 
 // Most blocks of a kernel such that every kernel that may wait on another

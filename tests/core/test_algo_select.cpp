@@ -133,12 +133,25 @@ int main()
     CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 2, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, cfg, &p));
     CHECK(blocks_for(p, 4, cfg, 4) == 1);
     p.chunk = 64u << 20;
-    CHECK(blocks_for(p, 4, cfg, 4) == cfg.max_blocks);
+    // Two communicators' kernels may wait at once (kernels_at_once, default
+    // 2): each grid leaves room for the other (SMs unknown: kMaxBlocks).
+    CHECK(calls_at_once(cfg) == GPUCOLL_DEFAULT_KERNELS_AT_ONCE);
+    CHECK(blocks_for(p, 4, cfg, 4) == kMaxBlocks / GPUCOLL_DEFAULT_KERNELS_AT_ONCE);
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == 66);
+    cfg.kernels_at_once = 1; // one call at a time, ever: whole-GPU grids
+    CHECK(calls_at_once(cfg) == 1 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
+    cfg.kernels_at_once = 3;
+    CHECK(calls_at_once(cfg) == 3 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == 44);
+    cfg.kernels_at_once = 0; // not filled in: the default
+    CHECK(calls_at_once(cfg) == GPUCOLL_DEFAULT_KERNELS_AT_ONCE);
     // under MPI_THREAD_MULTIPLE concurrent calls share the SMs: small grids only
     cfg.thread_multiple = 1;
     CHECK(blocks_for(p, 4, cfg, 4) == kMaxBlocks / GPUCOLL_DEFAULT_THREAD_CALLS); // SMs unknown: kMaxBlocks
-    // thread_calls: the calls at once that the grids leave room for
-    cfg.thread_calls = 1; // one thread at a time (Horovod): the grids of MPI_THREAD_SERIALIZED
+    // thread_calls: the calls at once that the grids leave room for, or
+    // kernels_at_once where that is more
+    cfg.thread_calls = 1; // one thread at a time (Horovod) ...
+    CHECK(calls_at_once(cfg) == GPUCOLL_DEFAULT_KERNELS_AT_ONCE);
+    cfg.kernels_at_once = 1; // ... and one call at a time: the grids of MPI_THREAD_SERIALIZED
     CHECK(calls_at_once(cfg) == 1 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
     cfg.thread_calls = 2;
     CHECK(calls_at_once(cfg) == 2 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == 66);
@@ -151,22 +164,25 @@ int main()
     cfg.thread_calls = 0;
     // Ranks sharing a GPU (MPS): every grid that may wait on another fits
     // the SMs together, one block per SM at worst; the thread cap on top.
-    cfg.thread_multiple = 0;
     CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
     CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 2}) == 66);
     CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 4}) == 33);
     CHECK(blocks_for(p, 4, cfg, 4, GpuShare{16, 2}) == 8); // an MPS client limited to 16 SMs
-    for (int sms : {1, 8, 66, 78, 114, 132, 144, 304})
-        for (int ranks = 1; ranks <= kMaxPeers; ranks++)
-            for (int tm = 0; tm < 2; tm++) {
-                cfg.thread_multiple = tm;
-                int co = co_resident_blocks(GpuShare{sms, ranks}, calls_at_once(cfg));
-                int calls = ranks * (tm ? GPUCOLL_DEFAULT_THREAD_CALLS : 1);
-                CHECK(co >= 1 && co <= kMaxBlocks, "sms %d ranks %d", sms, ranks);
-                CHECK(sms < calls || co * calls <= sms, "sms %d ranks %d threads %d: %d blocks each", sms, ranks,
-                      tm, co);
-                CHECK(blocks_for(p, 4, cfg, 4, GpuShare{sms, ranks}) <= co);
-            }
+    for (int at_once : {1, 2, 3})
+        for (int sms : {1, 8, 66, 78, 114, 132, 144, 304})
+            for (int ranks = 1; ranks <= kMaxPeers; ranks++)
+                for (int tm = 0; tm < 2; tm++) {
+                    cfg.thread_multiple = tm;
+                    cfg.kernels_at_once = at_once;
+                    int co = co_resident_blocks(GpuShare{sms, ranks}, calls_at_once(cfg));
+                    int per_rank = tm && GPUCOLL_DEFAULT_THREAD_CALLS > at_once ? GPUCOLL_DEFAULT_THREAD_CALLS : at_once;
+                    int calls = ranks * per_rank;
+                    CHECK(co >= 1 && co <= kMaxBlocks, "sms %d ranks %d", sms, ranks);
+                    CHECK(sms < calls || co * calls <= sms, "sms %d ranks %d threads %d at once %d: %d blocks each",
+                          sms, ranks, tm, at_once, co);
+                    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{sms, ranks}) <= co);
+                }
+    cfg.kernels_at_once = 1;
     cfg.thread_multiple = 1;
     CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 2}) == 8);
     cfg.thread_multiple = 0;
