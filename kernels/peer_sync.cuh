@@ -80,8 +80,10 @@ __device__ inline bool wait_flag(const PeerArgs &a, const uint64_t *f, uint64_t 
 // By default block b waits only for block b of each rank: enough when block b
 // reads only what block b of the others wrote (same partition, see
 // block_range), and a wait of nranks flags instead of nranks x blocks. With
-// all_blocks it waits for every block of every rank (the scratch two-shot,
-// whose reduce reads what other blocks copied in). Returns false (and flags
+// all_blocks it waits for every block of every rank (bcast_forward, whose
+// slices do not follow the block partition): such a kernel needs all its
+// blocks on the GPU at once, so the kernels the automatic choice takes do
+// without (kernels/allreduce_twoshot.cuh). Returns false (and flags
 // an error) if a peer does not arrive within the timeout.
 __device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch, bool all_blocks = false)
 {

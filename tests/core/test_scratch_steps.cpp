@@ -8,6 +8,13 @@
 // a peer still reads. Checks the results of many steps per call (scratch
 // halves far smaller than the messages), tails, every root, 2-4 ranks,
 // aligned and unaligned buffers, and calls back to back.
+//
+// Then the two-shot allreduce, alone and as two communicators' kernels on
+// every rank, launched in the other order on odd ranks, where a rank's SMs
+// hold fewer blocks than both grids (a gate admits blocks in launch order):
+// each rank's first kernel waits for a peer's second, which must make
+// progress with the blocks that find room (the scratch two-shot used to
+// wait for every block of every rank there and deadlocked on 4 x H200).
 #include "kernel_host_shim.h"
 
 #include <atomic>
@@ -215,12 +222,151 @@ void check_algo(PeerAlgo algo, const char *what)
     }
 }
 
+// ---- The two-shot allreduce, and two communicators' kernels crossed ----------
+
+// A rank's SMs: blocks start in launch order while fewer than `cap` run,
+// and keep their place until all their threads are done.
+class Sms {
+public:
+    explicit Sms(int cap) : cap_(cap) {}
+    void enter(int ticket)
+    {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return ticket == next_ && running_ < cap_; });
+        running_++;
+        next_++;
+        cv_.notify_all();
+    }
+    void leave()
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_--;
+        cv_.notify_all();
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    int cap_, running_ = 0, next_ = 0;
+};
+
+int32_t allreduce_input(int team, int rank, size_t i) { return (int32_t)(team * 1000003 + rank * 7919 + (int)i * 13); }
+
+// One communicator's allreduce of `count` int32: its scratch and every rank's buffers.
+struct TeamCall {
+    World w;
+    std::vector<std::unique_ptr<Buf>> src, dst;
+    size_t count;
+    TeamCall(int nranks, size_t n, int team) : w(nranks), count(n)
+    {
+        for (int r = 0; r < nranks; r++) {
+            src.emplace_back(new Buf(n * sizeof(int32_t)));
+            dst.emplace_back(new Buf((n + 8) * sizeof(int32_t)));
+            int32_t *in = reinterpret_cast<int32_t *>(src.back()->p);
+            for (size_t i = 0; i < n; i++) in[i] = allreduce_input(team, r, i);
+            std::memset(dst.back()->p, 0xee, dst.back()->n);
+        }
+    }
+};
+
+// Rank r launches the kernels of teams order[r][0], order[r][1], ... on
+// streams that do not wait for each other; at most `sms` of its blocks run
+// at once. A wait that cannot end gives up after `timeout_ns`.
+void run_allreduces(std::vector<std::unique_ptr<TeamCall>> &teams, const std::vector<std::vector<int>> &order, int sms,
+                    bool vector_ok, uint64_t timeout_ns)
+{
+    const int nranks = (int)order.size();
+    std::vector<std::unique_ptr<Sms>> gates;
+    std::vector<std::unique_ptr<BlockSync>> blocks;
+    for (int r = 0; r < nranks; r++) gates.emplace_back(new Sms(sms));
+    for (int i = 0; i < nranks * (int)(teams.size() * kGrid); i++) blocks.emplace_back(new BlockSync(kBlock));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < nranks; r++)
+        for (size_t pos = 0; pos < order[r].size(); pos++)
+            for (unsigned b = 0; b < kGrid; b++)
+                for (unsigned t = 0; t < kBlock; t++)
+                    threads.emplace_back([&, r, pos, b, t] {
+                        gridDim.x = kGrid;
+                        blockDim.x = kBlock;
+                        blockIdx.x = b;
+                        threadIdx.x = t;
+                        t_block = blocks[(r * teams.size() + pos) * kGrid + b].get();
+                        TeamCall &tc = *teams[order[r][pos]];
+                        if (t == 0) gates[r]->enter((int)(pos * kGrid + b));
+                        __syncthreads();
+                        PeerArgs a{};
+                        a.algo = PeerAlgo::AllreduceTwoShot;
+                        a.rank = r;
+                        a.nranks = nranks;
+                        a.src = tc.src[r]->p;
+                        a.dst = tc.dst[r]->p;
+                        a.count = tc.count;
+                        a.chunk = kHalf / (2 * sizeof(int32_t)); // the result area follows the step's inputs
+                        a.half_bytes = kHalf;
+                        a.epoch0 = 1;
+                        for (int p = 0; p < nranks; p++) a.scratch[p] = tc.w.scratch[p]->p;
+                        a.timeout_ns = timeout_ns;
+                        a.error = &tc.w.error[r];
+                        a.vector_ok = vector_ok;
+                        run_steps<allreduce_twoshot_step<int32_t, OpSum>>(a);
+                        __syncthreads();
+                        if (t == 0) gates[r]->leave();
+                    });
+    for (auto &t : threads) t.join();
+}
+
+// `nteams` allreduces of `count` elements at `nranks` ranks, rank r
+// launching them in order (odd ranks in reverse where `crossed`), with
+// `sms` blocks at once per rank: every result exact, nothing written past
+// the message, no wait given up.
+void check_allreduces(int nranks, size_t count, int nteams, bool crossed, int sms, bool vector_ok)
+{
+    std::vector<std::unique_ptr<TeamCall>> teams;
+    for (int k = 0; k < nteams; k++) teams.emplace_back(new TeamCall(nranks, count, k));
+    std::vector<std::vector<int>> order(nranks);
+    for (int r = 0; r < nranks; r++)
+        for (int k = 0; k < nteams; k++) order[r].push_back(crossed && r % 2 ? nteams - 1 - k : k);
+    run_allreduces(teams, order, sms, vector_ok, 5ull * 1000 * 1000 * 1000);
+    int wrong = 0, gave_up = 0;
+    for (int k = 0; k < nteams; k++)
+        for (int r = 0; r < nranks; r++) {
+            gave_up += teams[k]->w.error[r] != 0;
+            const int32_t *out = reinterpret_cast<const int32_t *>(teams[k]->dst[r]->p);
+            for (size_t i = 0; i < count + 8; i++) {
+                int32_t want = 0;
+                for (int q = 0; q < nranks; q++) want += allreduce_input(k, q, i);
+                if (i >= count) std::memset(&want, 0xee, sizeof want);
+                if (out[i] != want && wrong++ < 5)
+                    std::fprintf(stderr, "two-shot: %d ranks, %zu elements, team %d of %d%s, %d SMs: rank %d element "
+                                         "%zu is %d, not %d\n",
+                                 nranks, count, k, nteams, crossed ? " crossed" : "", sms, r, i, out[i], want);
+            }
+        }
+    CHECK(gave_up == 0, "two-shot: %d ranks, %zu elements, %d teams%s, %d SMs a rank: %d kernels gave up", nranks,
+          count, nteams, crossed ? " crossed" : "", sms, gave_up);
+    CHECK(wrong == 0);
+}
+
+void check_twoshot()
+{
+    const size_t step = kHalf / (2 * sizeof(int32_t));
+    for (int n = 2; n <= 4; n++) {
+        // One step, a tail, many steps with a short last one; vector and scalar copies.
+        for (size_t count : {(size_t)1, (size_t)7, step, step + 1, 5 * step + 13, 9 * step})
+            for (bool vec : {true, false}) check_allreduces(n, count, 1, false, (int)kGrid, vec);
+        // Two communicators crossed, with room for one grid and one more
+        // block: the second kernel runs a block at a time beside the first.
+        check_allreduces(n, 7 * step + 5, 2, true, (int)kGrid + 1, true);
+    }
+}
+
 } // namespace
 
 int main()
 {
     check_algo(PeerAlgo::Bcast, "bcast");
     check_algo(PeerAlgo::BcastForward, "bcast_forward");
+    check_twoshot();
     std::printf("scratch_steps: %d failed\n", failures);
     return failures ? 1 : 0;
 }
