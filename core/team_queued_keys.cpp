@@ -15,31 +15,34 @@ uint64_t post_queued_call(gpucoll_team *t, const gpucoll_coll_args_t &a)
     return qseq;
 }
 
-void settle_queued_keys(gpucoll_team *t)
+bool compare_posted_keys(gpucoll_team *t, const char *calls)
 {
-    std::lock_guard<std::mutex> g(t->queued_keys_mu);
     QueuedCheck &c = t->queued_check;
     const uint64_t posted = t->queued_posted.load(std::memory_order_acquire);
-    if (c.mismatch || c.checked >= posted) return;
+    if (c.mismatch || c.checked >= posted) return false;
     const QueuedKeyRing *rings[kMaxPeers];
     for (int r = 0; r < t->size; r++) rings[r] = &t->shm->ranks[r].qkeys;
     const uint64_t unchecked = c.unchecked;
-    if (check_queued_keys(rings, t->size, t->rank, posted, &c)) {
-        // Every rank that reads the keys finds this and stops its own
-        // kernels; the give-up words reach a peer that could not read them
-        // (a slot overwritten), whose kernel would otherwise wait for ours.
-        if (t->error) __atomic_store_n(t->error, kErrorArgsDiffer, __ATOMIC_RELEASE);
-        give_up_peers(t);
-        t->broken = true;
-        if (config().verbose >= 10)
-            fprintf(stderr, "coll:gpu: rank %d: nonblocking or persistent collective #%llu: the ranks' arguments "
-                            "differ; its kernels stop\n",
-                    t->rank, (unsigned long long)c.mismatch);
-    }
+    const bool found = check_queued_keys(rings, t->size, t->rank, posted, &c);
+    if (found && config().verbose >= 10)
+        fprintf(stderr, "coll:gpu: rank %d: %s: call #%llu: the ranks' arguments differ; the team's kernels stop\n", t->rank,
+                calls, (unsigned long long)c.mismatch);
     if (c.unchecked != unchecked && config().verbose >= 10)
-        fprintf(stderr, "coll:gpu: rank %d: %llu nonblocking or persistent collectives not compared (a peer ran "
-                        "more than %d calls ahead)\n",
-                t->rank, (unsigned long long)c.unchecked, kQueuedKeys);
+        fprintf(stderr, "coll:gpu: rank %d: %llu %s not compared (a peer ran more than %d calls ahead)\n", t->rank,
+                (unsigned long long)c.unchecked, calls, kQueuedKeys);
+    return found;
+}
+
+void settle_queued_keys(gpucoll_team *t)
+{
+    std::lock_guard<std::mutex> g(t->queued_keys_mu);
+    if (!compare_posted_keys(t, "nonblocking or persistent collectives")) return;
+    // Every rank that reads the keys finds this and stops its own kernels;
+    // the give-up words reach a peer that could not read them (a slot
+    // overwritten), whose kernel would otherwise wait for ours.
+    if (t->error) __atomic_store_n(t->error, kErrorArgsDiffer, __ATOMIC_RELEASE);
+    give_up_peers(t);
+    t->broken = true;
 }
 
 gpucoll_status_t queued_call_status(gpucoll_team *t, uint64_t qseq)

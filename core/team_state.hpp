@@ -350,6 +350,11 @@ void release_queued(gpucoll_team *t);
 // breaks the team; queued_call_status is the error of call `qseq`, if any.
 uint64_t post_queued_call(gpucoll_team *t, const gpucoll_coll_args_t &a);
 void settle_queued_keys(gpucoll_team *t);
+// The step both settle_queued_keys and settle_stream_keys take, under
+// queued_keys_mu: compares the posted calls as far as the peers' keys are
+// there and says (verbose 10) what it found about `calls`; true at the first
+// mismatch.
+bool compare_posted_keys(gpucoll_team *t, const char *calls);
 gpucoll_status_t queued_call_status(gpucoll_team *t, uint64_t qseq);
 // After a queued or enqueued call failed (arguments that differ, a kernel
 // that gave up or could not start), the kernels' flags are out of step on

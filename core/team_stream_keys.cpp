@@ -12,8 +12,6 @@
 // valid program. Each rank's keys are its eager calls up to its first
 // capture; a capture sets its stream_captured flag, which every rank reads
 // before comparing, and ends comparisons on the team for good.
-#include <cstdio>
-
 #include "team_state.hpp"
 
 namespace gpucoll {
@@ -60,24 +58,10 @@ void settle_stream_keys(gpucoll_team *t)
     if (!t->stream_keys_on.load(std::memory_order_acquire)) return;
     std::lock_guard<std::mutex> g(t->queued_keys_mu);
     if (any_rank_set(t, &ShmRank::stream_captured)) return t->stream_keys_on.store(false, std::memory_order_release);
-    QueuedCheck &c = t->queued_check;
-    const uint64_t posted = t->queued_posted.load(std::memory_order_acquire);
-    if (c.mismatch || c.checked >= posted) return;
-    const QueuedKeyRing *rings[kMaxPeers];
-    for (int r = 0; r < t->size; r++) rings[r] = &t->shm->ranks[r].qkeys;
-    const uint64_t unchecked = c.unchecked;
-    if (check_queued_keys(rings, t->size, t->rank, posted, &c)) {
-        t->shm->ranks[t->rank].stream_args_differ.store(1, std::memory_order_release);
-        raise_args_differ(t);
-        if (config().verbose >= 10)
-            fprintf(stderr, "coll:gpu: rank %d: enqueued collective #%llu: the ranks' arguments differ; the "
-                            "communicator's enqueued kernels stop and its later enqueued calls fail\n",
-                    t->rank, (unsigned long long)c.mismatch);
-    }
-    if (c.unchecked != unchecked && config().verbose >= 10)
-        fprintf(stderr, "coll:gpu: rank %d: %llu enqueued collectives not compared (a peer ran more than %d calls "
-                        "ahead)\n",
-                t->rank, (unsigned long long)c.unchecked, kQueuedKeys);
+    if (!compare_posted_keys(t, "enqueued collectives")) return;
+    // The communicator's later enqueued calls fail (error_raised).
+    t->shm->ranks[t->rank].stream_args_differ.store(1, std::memory_order_release);
+    raise_args_differ(t);
 }
 
 } // namespace gpucoll
