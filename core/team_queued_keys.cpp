@@ -25,8 +25,8 @@ bool compare_posted_keys(gpucoll_team *t, const char *calls)
     const uint64_t unchecked = c.unchecked;
     const bool found = check_queued_keys(rings, t->size, t->rank, posted, &c);
     if (found && config().verbose >= 10)
-        fprintf(stderr, "coll:gpu: rank %d: %s: call #%llu: the ranks' arguments differ; the team's kernels stop\n", t->rank,
-                calls, (unsigned long long)c.mismatch);
+        fprintf(stderr, "coll:gpu: rank %d: %s: call #%llu: the ranks' arguments differ; the team's kernels stop\n",
+                t->rank, calls, (unsigned long long)c.mismatch);
     if (c.unchecked != unchecked && config().verbose >= 10)
         fprintf(stderr, "coll:gpu: rank %d: %llu %s not compared (a peer ran more than %d calls ahead)\n", t->rank,
                 (unsigned long long)c.unchecked, calls, kQueuedKeys);

@@ -103,7 +103,10 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
     // says why); the stream's GPU is asked only outside a capture, where a
     // query may be refused or end the capture.
     const bool eager = gpucoll_stream_capturing(stream) == 0;
-    if (args.count == 0 && queueable(args)) return post_stream_key(t, args, eager), GPUCOLL_SUCCESS; // nothing runs anywhere
+    if (args.count == 0 && queueable(args)) { // nothing runs anywhere
+        post_stream_key(t, args, eager);
+        return GPUCOLL_SUCCESS;
+    }
     UnagreedCall c;
     if ((st = prepare_unagreed(t, args, cfg, &c)) != GPUCOLL_SUCCESS) {
         // Alike on every rank that makes the same call (it falls back): its
