@@ -93,10 +93,11 @@ typedef struct gpucoll_config {
                                         them at the same time); grids are cut so that that many fit the
                                         SMs together. Equal on every rank */
     int kernels_at_once;             /* peer-to-peer kernels of one process that may wait for their peers at
-                                        the same time outside MPI_THREAD_MULTIPLE: nonblocking, persistent
-                                        and enqueued collectives of different communicators in flight
-                                        together, which ranks may start in different orders. Grids are cut
-                                        so that that many fit the SMs together. Equal on every rank */
+                                        the same time: nonblocking, persistent and enqueued collectives of
+                                        different communicators in flight together, which ranks may start in
+                                        different orders. Grids are cut so that that many (under
+                                        MPI_THREAD_MULTIPLE, or thread_calls if more) fit the SMs together.
+                                        Equal on every rank */
 } gpucoll_config_t;
 
 /* Ranks whose buffers are on the same GPU. Their peer kernels wait on each other, so they must be on

@@ -91,6 +91,29 @@ bool addressable(const gpucoll_team *t, const void *p)
     return (info.kind == GPU_PORT_MEM_DEVICE && info.device == t->device) || info.kind == GPU_PORT_MEM_MANAGED;
 }
 
+// Misuse found before anything is launched: an error on this rank, its team
+// untouched (a rank that alone misuses the call leaves its peers' kernels of
+// that call waiting for it, as an erroneous MPI program may).
+gpucoll_status_t local_misuse(const gpucoll_team *t, const gpucoll_coll_args_t &a, void *stream, bool eager)
+{
+    const bool rbuf_used = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
+    if ((a.sbuf && !addressable(t, a.sbuf)) || (rbuf_used && !addressable(t, a.rbuf)))
+        return gpucoll_fail(GPUCOLL_ERR_INVALID,
+                            "an enqueued collective's buffers must be device memory of this rank's GPU (%d) or "
+                            "managed memory",
+                            t->device);
+    // Launched into another GPU's stream, the kernel would run on that GPU
+    // against this one's memory and fault the context. A stream the runtime
+    // cannot place is let through, as before the check.
+    const int stream_device = eager ? gpu_port_stream_device(static_cast<gpuStream_t>(stream)) : GPU_PORT_DEVICE_UNKNOWN;
+    if (stream_device >= 0 && stream_device != t->device)
+        return gpucoll_fail(GPUCOLL_ERR_INVALID,
+                            "an enqueued collective's stream belongs to GPU %d; this communicator's enqueued "
+                            "collectives run on GPU %d, the one current at coll_gpu_stream_init",
+                            stream_device, t->device);
+    return GPUCOLL_SUCCESS;
+}
+
 gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, void *stream)
 {
     const gpucoll_config_t &cfg = config();
@@ -117,31 +140,12 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
     const gpucoll_coll_args_t &a = c.a;
     const Plan &plan = c.plan;
 
-    char *rbuf = static_cast<char *>(a.rbuf);
-    const bool rbuf_used = !(a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank);
-    const char *src = input_of(t, a);
-    // Misuse found before anything is launched: an error on this rank, its
-    // team untouched (a rank that alone misuses the call leaves its peers'
-    // kernels of that call waiting for it, as an erroneous MPI program may).
-    if ((a.sbuf && !addressable(t, a.sbuf)) || (rbuf_used && !addressable(t, rbuf)))
-        return gpucoll_fail(GPUCOLL_ERR_INVALID,
-                            "an enqueued collective's buffers must be device memory of this rank's GPU (%d) or "
-                            "managed memory",
-                            t->device);
-    // Launched into another GPU's stream, the kernel would run on that GPU
-    // against this one's memory and fault the context. A stream the runtime
-    // cannot place is let through, as before the check.
-    const int stream_device = eager ? gpu_port_stream_device(static_cast<gpuStream_t>(stream)) : GPU_PORT_DEVICE_UNKNOWN;
-    if (stream_device >= 0 && stream_device != t->device)
-        return gpucoll_fail(GPUCOLL_ERR_INVALID,
-                            "an enqueued collective's stream belongs to GPU %d; this communicator's enqueued "
-                            "collectives run on GPU %d, the one current at coll_gpu_stream_init",
-                            stream_device, t->device);
+    if ((st = local_misuse(t, a, stream, eager)) != GPUCOLL_SUCCESS) return st;
     // After the misuse that fails this rank alone: its next call's key then
     // takes this one's place, and differs from the peers' in most cases.
     post_stream_key(t, args, eager);
     DeviceGuard g(t->device);
-    PeerArgs k = kernel_args(t, plan, a, src, rbuf);
+    PeerArgs k = kernel_args(t, plan, a, input_of(t, a), static_cast<char *>(a.rbuf));
     k.stream_calls = t->stream_calls;
     k.stream_epochs = is_ll(plan.algo) ? 0 : (a.count + plan.chunk - 1) / plan.chunk;
     if (eager) k.stream_epochs |= kStreamEager;
@@ -202,7 +206,6 @@ void gpucoll::close_stream_calls(gpucoll_team *t)
     while ((e = read_counter(t, &sc->eager_done, &done)) == gpuSuccess && done < t->stream_eager && still_waiting(t, deadline)) {
         if (done != seen) deadline = Clock::now() + patience();
         seen = done;
-        settle_stream_keys(t); // a kernel stuck on arguments that differ ends
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     // Then nothing more may start: kernels of graphs launched later, or of
@@ -238,7 +241,9 @@ extern "C" gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *t, const gpuc
 extern "C" gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *t)
 {
     if (!t || !t->error) return GPUCOLL_SUCCESS;
-    gpucoll_team_t *team = const_cast<gpucoll_team_t *>(t); // reads only: the keys, and which peer is gone
+    // Compares the keys that have arrived (a mismatch raises the error word)
+    // and may note which peer is gone: the team changes, the call does not wait.
+    gpucoll_team_t *team = const_cast<gpucoll_team_t *>(t);
     settle_stream_keys(team);
     return error_raised(team);
 }
