@@ -287,9 +287,15 @@ int calls_at_once(const gpucoll_config_t &cfg)
 
 int co_resident_blocks(const GpuShare &share, int calls_at_once)
 {
-    const int calls = (share.ranks > 1 ? share.ranks : 1) * (calls_at_once > 1 ? calls_at_once : 1);
+    const int ranks = share.ranks > 1 ? share.ranks : 1;
+    const int kernels = ranks * (calls_at_once > 1 ? calls_at_once : 1);
     const int sms = share.sms > 0 ? share.sms : kMaxBlocks;
-    const int cap = sms / calls;
+    // Every rank on the GPU runs its kernel at once (none spins on a peer
+    // that waits for an SM) ...
+    int cap = sms / ranks;
+    // ... and whatever all but one of the kernels hold, the last still finds
+    // an SM: with blocks paired by index that is enough for progress.
+    if (kernels > 1 && (sms - 1) / (kernels - 1) < cap) cap = (sms - 1) / (kernels - 1);
     return cap < 1 ? 1 : cap > kMaxBlocks ? kMaxBlocks : cap;
 }
 

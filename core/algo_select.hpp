@@ -74,14 +74,20 @@ bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_con
 // time) where that is more.
 int calls_at_once(const gpucoll_config_t &cfg);
 
-// Most blocks of a kernel such that every kernel that may wait on another
-// at the same time is on the GPU at once: a block that waits holds its SM,
-// and one whose partner block finds no SM left never ends. The worst case
-// is one block per SM (the reduce kernels take ~128 registers x 512
-// threads, a whole SM's register file), so the grids of all ranks on the
-// GPU, times the calls each may have running, must add up to at most its
-// SMs. Under MPS every rank's kernels share the SMs; without it the GPU
-// runs one process at a time, which this bound also covers. At least 1.
+// Most blocks of a kernel such that kernels waiting on each other always
+// progress. A block that waits holds its SM; one block per SM is the worst
+// case (the reduce kernels take ~128 registers x 512 threads, a whole SM's
+// register file). Every kernel pairs block b only with block b of the other
+// ranks (kernels/peer_sync.cuh), and the GPU starts a kernel's blocks in
+// index order, so a kernel progresses as long as each of its ranks runs at
+// least one of its blocks: the lowest unfinished block then has every
+// partner on an SM or past its waits. Hence the grids of all but one of the
+// kernels that may be waiting on one GPU (its ranks times the calls each may
+// have running, calls_at_once) leave at least one SM: two crossed calls of
+// one rank per GPU keep whole-GPU grids (128 of 132 SMs). Ranks sharing a GPU
+// (MPS) also fit it together, so that none spins on a peer that has no SM;
+// without MPS the GPU takes turns between processes, which this covers too.
+// At least 1.
 int co_resident_blocks(const GpuShare &share, int calls_at_once);
 
 // The parameters from which every rank of a team derives the same plan,

@@ -134,19 +134,21 @@ int main()
     CHECK(blocks_for(p, 4, cfg, 4) == 1);
     p.chunk = 64u << 20;
     // Two communicators' kernels may wait at once (kernels_at_once, default
-    // 2): each grid leaves room for the other (SMs unknown: kMaxBlocks).
+    // 2): the first one's grid leaves the second an SM (SMs unknown:
+    // kMaxBlocks), which is all the second needs to progress.
     CHECK(calls_at_once(cfg) == GPUCOLL_DEFAULT_KERNELS_AT_ONCE);
-    CHECK(blocks_for(p, 4, cfg, 4) == kMaxBlocks / GPUCOLL_DEFAULT_KERNELS_AT_ONCE);
-    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == 66);
+    CHECK(blocks_for(p, 4, cfg, 4) == kMaxBlocks - 1);
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{128, 1}) == 127);
     cfg.kernels_at_once = 1; // one call at a time, ever: whole-GPU grids
     CHECK(calls_at_once(cfg) == 1 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
     cfg.kernels_at_once = 3;
-    CHECK(calls_at_once(cfg) == 3 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == 44);
+    CHECK(calls_at_once(cfg) == 3 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == 65);
     cfg.kernels_at_once = 0; // not filled in: the default
     CHECK(calls_at_once(cfg) == GPUCOLL_DEFAULT_KERNELS_AT_ONCE);
     // under MPI_THREAD_MULTIPLE concurrent calls share the SMs: small grids only
     cfg.thread_multiple = 1;
-    CHECK(blocks_for(p, 4, cfg, 4) == kMaxBlocks / GPUCOLL_DEFAULT_THREAD_CALLS); // SMs unknown: kMaxBlocks
+    CHECK(blocks_for(p, 4, cfg, 4) == (kMaxBlocks - 1) / (GPUCOLL_DEFAULT_THREAD_CALLS - 1)); // SMs unknown
     // thread_calls: the calls at once that the grids leave room for, or
     // kernels_at_once where that is more
     cfg.thread_calls = 1; // one thread at a time (Horovod) ...
@@ -154,8 +156,8 @@ int main()
     cfg.kernels_at_once = 1; // ... and one call at a time: the grids of MPI_THREAD_SERIALIZED
     CHECK(calls_at_once(cfg) == 1 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
     cfg.thread_calls = 2;
-    CHECK(calls_at_once(cfg) == 2 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == 66);
-    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 2}) == 33); // two ranks on the GPU, two calls each
+    CHECK(calls_at_once(cfg) == 2 && blocks_for(p, 4, cfg, 4, GpuShare{132, 1}) == cfg.max_blocks);
+    CHECK(blocks_for(p, 4, cfg, 4, GpuShare{132, 2}) == 43); // two ranks on the GPU, two calls each
     cfg.thread_calls = 0; // not filled in: the default
     CHECK(calls_at_once(cfg) == GPUCOLL_DEFAULT_THREAD_CALLS);
     cfg.thread_multiple = 0;
@@ -178,8 +180,10 @@ int main()
                     int per_rank = tm && GPUCOLL_DEFAULT_THREAD_CALLS > at_once ? GPUCOLL_DEFAULT_THREAD_CALLS : at_once;
                     int calls = ranks * per_rank;
                     CHECK(co >= 1 && co <= kMaxBlocks, "sms %d ranks %d", sms, ranks);
-                    CHECK(sms < calls || co * calls <= sms, "sms %d ranks %d threads %d at once %d: %d blocks each",
-                          sms, ranks, tm, at_once, co);
+                    // all ranks' kernels fit together; all but one leave an SM
+                    CHECK(sms < ranks || co * ranks <= sms, "sms %d ranks %d: %d blocks each", sms, ranks, co);
+                    CHECK(calls == 1 || sms <= calls - 1 || co * (calls - 1) <= sms - 1,
+                          "sms %d ranks %d threads %d at once %d: %d blocks each", sms, ranks, tm, at_once, co);
                     CHECK(blocks_for(p, 4, cfg, 4, GpuShare{sms, ranks}) <= co);
                 }
     cfg.kernels_at_once = 1;
