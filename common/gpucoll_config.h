@@ -90,13 +90,13 @@ typedef struct gpucoll_config {
                                         (co_resident_blocks in core/algo_select.hpp) */
     int thread_calls;                /* under MPI_THREAD_MULTIPLE: the most peer-to-peer collectives of one
                                         process that may be on the GPU at once (one per thread making
-                                        them at the same time); grids are cut so that that many fit the
-                                        SMs together. Equal on every rank */
+                                        them at the same time); grids are cut so that all but one of that
+                                        many leave an SM (co_resident_blocks). Equal on every rank */
     int kernels_at_once;             /* peer-to-peer kernels of one process that may wait for their peers at
                                         the same time: nonblocking, persistent and enqueued collectives of
                                         different communicators in flight together, which ranks may start in
-                                        different orders. Grids are cut so that that many (under
-                                        MPI_THREAD_MULTIPLE, or thread_calls if more) fit the SMs together.
+                                        different orders. Grids are cut so that all but one of that many
+                                        (under MPI_THREAD_MULTIPLE, or thread_calls if more) leave an SM.
                                         Equal on every rank */
 } gpucoll_config_t;
 

@@ -233,23 +233,21 @@ static const gpu_param_t gpu_params[] = {
      .def.i = GPUCOLL_DEFAULT_THREAD_CALLS,
      .help = "Under MPI_THREAD_MULTIPLE: the most collectives on device buffers (and nonblocking ones "
              "on host buffers, which run on the GPU once a communicator's GPU path is set up) that "
-             "threads of one process make at the same time. Grids are cut so that that many kernels fit the GPU's "
-             "SMs together (a kernel that waits for its peers holds its SMs: a peer kernel that "
-             "finds none left would never run). 8 (default): 1/8 of the SMs per kernel, about 16 "
-             "blocks on an H100/H200, slow for large messages. A program that makes its collectives "
-             "from one thread at a time (Horovod's background thread) sets 1 and gets the grids of "
+             "threads of one process make at the same time. Grids are cut so that, whatever all but "
+             "one of that many kernels hold (a kernel that waits for its peers holds its SMs), the "
+             "last finds an SM, which is all it needs to progress. 8 (default): about 18 blocks on an "
+             "H100/H200, slow for large messages. A program that makes its collectives from one "
+             "thread at a time (Horovod's background thread) sets 1 and gets the grids of "
              "MPI_THREAD_SERIALIZED; more threads than this at once can hang. Equal on every rank"},
     {.name = "kernels_at_once", CFG_INT(kernels_at_once), .level = OPAL_INFO_LVL_5,
      .def.i = GPUCOLL_DEFAULT_KERNELS_AT_ONCE,
      .help = "The most peer-to-peer kernels of one process that may wait for their peers at the same "
              "time: nonblocking, persistent or enqueued collectives of different communicators in "
              "flight together, which MPI lets ranks start in different orders (each rank's first "
-             "kernel then waits for a peer's second, which must find SMs). Grids are cut so that that "
-             "many kernels fit the SMs together (with thread_calls under MPI_THREAD_MULTIPLE, the "
-             "larger counts). 2 (default): half the SMs per kernel, 66 blocks on an H100/H200 (about 3-6% "
-             "slower than 128 from 64 MiB). 1: whole-GPU grids for a program that never has two "
-             "communicators' collectives in flight at once (one thread, one call at a time: Horovod); "
-             "more at once than this can hang. Equal on every rank"},
+             "kernel then waits for a peer's second, which must find an SM). Grids are cut so that "
+             "all but one of that many kernels leave an SM (with thread_calls under "
+             "MPI_THREAD_MULTIPLE, the larger count). 2 (default): whole-GPU grids on an H100/H200 "
+             "(128 of 132 SMs); 3: 65 blocks. More at once than this can hang. Equal on every rank"},
     {.name = "block_bytes", CFG_SIZE(block_bytes), .level = OPAL_INFO_LVL_7, .def.z = 0,
      .help = "Bytes of the message each thread block of a peer-to-peer kernel handles, before "
              "max_blocks caps the grid (0: each algorithm's own choice)"},

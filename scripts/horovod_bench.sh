@@ -84,7 +84,7 @@ hvd_run() { # timeout, build (mpi|nccl), np, then the command
   case "$build" in mpi-tc*) tc=${build#mpi-tc};; esac
   build=${build%%-*}
   if [ "$build" = mpi ]; then
-    mca="--mca coll_gpu_thread_calls $tc --mca coll_gpu_kernels_at_once $tc"
+    mca="--mca coll_gpu_thread_calls $tc"
     [ "$np" -gt "$gpus" ] && mca="$mca --mca coll_gpu_shared_gpu 1"
   else
     mca="--mca coll ^gpu" # NCCL moves the tensors; Open MPI's own modules the rest
