@@ -245,6 +245,11 @@ gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *team, const gpucoll_coll
  * (a peer timeout, the LL flags spent): then every later call fails too.
  * Never waits. */
 gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *team);
+/* Ends the team's stream-ordered kernels at their next wait, those queued
+ * too, and fails its later calls: before gpucoll_team_destroy on a team
+ * whose peers' kernels may have stopped (their partners here would wait for
+ * them). Never waits. */
+void gpucoll_stream_stop(gpucoll_team_t *team);
 /* 1 while `stream` is being captured into a graph, 0 if not, -1 if it
  * cannot be told. */
 int gpucoll_stream_capturing(void *stream);

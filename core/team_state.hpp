@@ -381,6 +381,10 @@ void retire_after_queued_failure(gpucoll_team *t);
 // waiting on a peer whose arguments differ may never end otherwise).
 void post_stream_key(gpucoll_team *t, const gpucoll_coll_args_t &a, bool eager);
 void settle_stream_keys(gpucoll_team *t);
+// Stops the team's kernels (they read the error word) and fails its later
+// calls with "arguments differ"; a word already raised (a peer gone) keeps
+// its reason.
+void raise_args_differ(gpucoll_team *t);
 
 // Zero-copy (core/team.cpp), shared by blocking calls and persistent plans.
 // Whether what this rank's zero-copy kernel touches in peer r's buffers

@@ -248,6 +248,11 @@ extern "C" gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *t)
     return error_raised(team);
 }
 
+extern "C" void gpucoll_stream_stop(gpucoll_team_t *t)
+{
+    if (t) raise_args_differ(t);
+}
+
 extern "C" int gpucoll_stream_capturing(void *stream)
 {
     gpuStreamCaptureStatus s;

@@ -25,15 +25,14 @@ bool any_rank_set(const gpucoll_team *t, std::atomic<uint32_t> ShmRank::*flag)
     return false;
 }
 
-// Stops the team's kernels (they read the word) and fails its later calls.
-// A word already raised (a peer gone) keeps its reason.
+} // namespace
+
 void raise_args_differ(gpucoll_team *t)
 {
+    if (!t->error) return;
     int none = 0;
     __atomic_compare_exchange_n(t->error, &none, kErrorArgsDiffer, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
-
-} // namespace
 
 void post_stream_key(gpucoll_team *t, const gpucoll_coll_args_t &a, bool eager)
 {

@@ -33,8 +33,8 @@ gpucoll_status_t kernel_error(gpucoll_team *t, const char *what)
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "%s: another rank's kernel gave up waiting (its timeout_ms)", what);
     case kErrorFlagsExhausted:
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL,
-                            "%s: this communicator ran %u small enqueued collectives, all its flags: free it and "
-                            "use another",
+                            "%s: this communicator ran %u small enqueued collectives, all its flags: call "
+                            "coll_gpu_stream_init on every rank for fresh ones",
                             what, kStreamLLFlagLimit);
     default:
         return gpucoll_fail(GPUCOLL_ERR_TIMEOUT,

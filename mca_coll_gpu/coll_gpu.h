@@ -323,6 +323,12 @@ bool coll_gpu_team_ensure(mca_coll_gpu_module_t *m);
  * set up on first use on the GPU current in the calling thread (collective,
  * blocking). True if the communicator has one; alike on every rank. */
 bool coll_gpu_stream_team_ensure(mca_coll_gpu_module_t *m);
+/* coll_gpu_stream_init on a communicator whose stream team exists:
+ * collective. Where an enqueued call failed on any rank (arguments that
+ * differ, a failed launch, the flags spent), every rank ends its stream
+ * team's kernels and builds a fresh team; otherwise nothing changes.
+ * MPI_SUCCESS, or the error of the agreement or of the new team. */
+int coll_gpu_stream_team_renew(mca_coll_gpu_module_t *m);
 /* gpucoll_oob_t.progress: Open MPI's progress engine. */
 void coll_gpu_mpi_progress(void);
 /* Blocking calls of the peer kinds (coll_gpu_kind_info(kind)->peer), every

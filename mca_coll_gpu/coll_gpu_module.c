@@ -217,6 +217,28 @@ bool coll_gpu_stream_team_ensure(mca_coll_gpu_module_t *m)
     return true;
 }
 
+int coll_gpu_stream_team_renew(mca_coll_gpu_module_t *m)
+{
+    if (!m->stream_tried || m->stream_team == NULL) return MPI_SUCCESS; /* alike on every rank */
+    /* Past the barrier every rank has posted the keys of all its calls, so
+     * each compares them all; then a rank that found no error agrees with
+     * one that did. */
+    int rc = MPI_Barrier(m->comm);
+    if (rc != MPI_SUCCESS) return rc;
+    int failed = gpucoll_stream_status(m->stream_team) != GPUCOLL_SUCCESS, any = 0;
+    rc = MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, m->comm);
+    if (rc != MPI_SUCCESS || !any) return rc;
+    /* Every rank's old kernels end (a partner of one that stopped would wait
+     * for it) before the team goes; graphs holding them then do nothing. */
+    gpucoll_stream_stop(m->stream_team);
+    gpucoll_team_destroy(m->stream_team);
+    m->stream_team = NULL;
+    m->stream_tried = false;
+    COLL_GPU_VERBOSE(10, "%s: an enqueued collective failed on some rank: stream-ordered collectives start afresh",
+                     m->comm->c_name);
+    return coll_gpu_stream_team_ensure(m) ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
 /* 4.1/5.0 call disable once per installed slot: keep it idempotent. */
 static int gpu_module_disable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
 {

@@ -40,6 +40,8 @@ COLL_GPU_EXPORT int coll_gpu_impl_stream_init(MPI_Comm comm)
 {
     if (comm == NULL || comm == MPI_COMM_NULL) return MPI_ERR_COMM;
     mca_coll_gpu_module_t *m = coll_gpu_module_of(comm);
+    int rc = m != NULL ? coll_gpu_stream_team_renew(m) : MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) return rc;
     bool ready = stream_team(m);
     COLL_GPU_VERBOSE(10, "%s: stream-ordered collectives %s", comm->c_name,
                      ready ? "run on the GPU" : "synchronise and run as ordinary collectives");

@@ -515,6 +515,14 @@ class StreamComm:
             self.initialized = True
         return self
 
+    def reinit(self):
+        """coll_gpu_stream_init again, collective over the communicator:
+        after an enqueued call failed on some rank, every rank's enqueued
+        kernels end and the enqueued calls start afresh (docs/stream.md)."""
+        self._check(_fn("stream_init")(self._c), "coll_gpu_impl_stream_init")
+        self.initialized = True
+        return self
+
     def status(self):
         """MPI.SUCCESS, or the error an enqueued kernel of this communicator
         met (a peer that did not arrive within coll_gpu_timeout_ms; its later

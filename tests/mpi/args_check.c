@@ -20,7 +20,9 @@
  *    after a matching enqueued call: the stream's work ends (no kernel left
  *    waiting), and once every rank has made the call (a barrier) the call
  *    or coll_gpu_stream_status fails on every rank, later enqueued calls
- *    fail, ordinary calls on the communicator work, and it frees;
+ *    fail until coll_gpu_stream_init (then three correct enqueued calls,
+ *    checked exactly), ordinary calls on the communicator work, and it
+ *    frees;
  *  - a correct allreduce and alltoallv after each, checked exactly.
  * Needs 2+ ranks and a GPU (exit 77 otherwise). Run it where the ranks form
  * a team (coll_gpu_shared_gpu=1 when they share a GPU): on the staged path
@@ -235,6 +237,37 @@ static void queued_mismatch(const char *what, enum queued_form form, int count_d
     check_still_works(what);
 }
 
+/* After an enqueued call failed: coll_gpu_stream_init on every rank starts
+ * the communicator's enqueued calls afresh; three correct ones, checked. */
+static void enqueued_work_after_init(MPI_Comm c, cudaStream_t st, const char *what)
+{
+    const size_t n = 4099; /* odd: the tails of every kernel */
+    const int want = size * (size + 1) / 2;
+    int *s = dev_fill(n, rank + 1), *r = dev_fill(n, -1);
+    int rc = coll_gpu_stream_init(c);
+    checks++;
+    if (rc != MPI_SUCCESS) FAIL("%s: coll_gpu_stream_init after the failed call: rc %d", what, rc);
+    for (int k = 0; k < 3; k++) {
+        const int bcast = k == 1, root = size - 1;
+        rc = bcast ? coll_gpu_bcast_enqueue(s, (int)n, MPI_INT, root, c, st)
+                   : coll_gpu_allreduce_enqueue(s, r, (int)n, MPI_INT, MPI_SUM, c, st);
+        cudaStreamSynchronize(st);
+        int *h = to_host(bcast ? s : r, n);
+        /* the bcast leaves every rank's s at root + 1 */
+        const int expect = bcast ? root + 1 : k == 0 ? want : size * (root + 1);
+        checks++;
+        if (rc != MPI_SUCCESS || h[0] != expect || h[n - 1] != expect)
+            FAIL("%s: enqueued %s %d after coll_gpu_stream_init: rc %d, got %d / %d, expected %d", what,
+                 bcast ? "bcast" : "allreduce", k, rc, h[0], h[n - 1], expect);
+        free(h);
+    }
+    rc = coll_gpu_stream_status(c);
+    checks++;
+    if (rc != MPI_SUCCESS) FAIL("%s: coll_gpu_stream_status after the correct calls: rc %d", what, rc);
+    cudaFree(s);
+    cudaFree(r);
+}
+
 /* An enqueued call whose arguments differ on the last rank (count, op, or
  * bcast's root), on a dup of its own after a matching one. */
 static void enqueued_mismatch(const char *what, int count_delta, MPI_Op last_op, int last_root)
@@ -274,6 +307,7 @@ static void enqueued_mismatch(const char *what, int count_delta, MPI_Op last_op,
     cudaStreamSynchronize(st);
     checks++;
     if (rc == MPI_SUCCESS) FAIL("%s: a later enqueued call on the communicator returned MPI_SUCCESS", what);
+    enqueued_work_after_init(c, st, what);
     comm_works_after(c, what);
     MPI_Comm_free(&c);
     checks++;
