@@ -210,13 +210,13 @@ static inline void coll_gpu_ext_free(coll_gpu_ext_t *ext)
  *   arguments differ between ranks (count, type, op, root) end every rank's
  *   kernels of the communicator; once every rank has made the call,
  *   coll_gpu_stream_status and later enqueued calls fail with MPI_ERR_ARG.
+ *   From the first call any rank captures on, calls are not compared.
  * - coll_gpu_stream_init is collective every time it is called. Called
  *   again on every rank after an enqueued call failed on any rank (not for a
  *   peer that is gone), it ends every rank's enqueued kernels of the
  *   communicator still queued or waiting (their results undefined; graphs
  *   captured before it then do nothing) and starts afresh: later enqueued
  *   calls work. Without a failure it changes nothing.
- *   From the first call any rank captures on, calls are not compared.
  * - Buffers: device memory of the GPU current at coll_gpu_stream_init, or
  *   managed memory.
  *   Reductions: predefined types (and this header's fp16/bf16) with

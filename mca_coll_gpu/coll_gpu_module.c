@@ -229,14 +229,19 @@ int coll_gpu_stream_team_renew(mca_coll_gpu_module_t *m)
     rc = MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, m->comm);
     if (rc != MPI_SUCCESS || !any) return rc;
     /* Every rank's old kernels end (a partner of one that stopped would wait
-     * for it) before the team goes; graphs holding them then do nothing. */
-    gpucoll_stream_stop(m->stream_team);
-    gpucoll_team_destroy(m->stream_team);
+     * for it); graphs holding them do nothing once the old team is gone. */
+    gpucoll_team_t *old = m->stream_team;
+    gpucoll_stream_stop(old);
     m->stream_team = NULL;
     m->stream_tried = false;
     COLL_GPU_VERBOSE(10, "%s: an enqueued collective failed on some rank: stream-ordered collectives start afresh",
                      m->comm->c_name);
-    return coll_gpu_stream_team_ensure(m) ? MPI_SUCCESS : MPI_ERR_OTHER;
+    const bool ready = coll_gpu_stream_team_ensure(m);
+    /* Only then, outside anything collective: its end waits for the kernels
+     * queued on the caller's streams before the old team's, which may
+     * include another communicator's whose peer is still in this call. */
+    gpucoll_team_destroy(old);
+    return ready ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
 /* 4.1/5.0 call disable once per installed slot: keep it idempotent. */
