@@ -77,24 +77,17 @@ __device__ inline bool wait_flag(const PeerArgs &a, const uint64_t *f, uint64_t 
 }
 
 // Every rank reaches this point of step `epoch` before this block goes on.
-// By default block b waits only for block b of each rank: enough when block b
-// reads only what block b of the others wrote (same partition, see
-// block_range), and a wait of nranks flags instead of nranks x blocks. With
-// all_blocks it waits for every block of every rank (bcast_forward, whose
-// slices do not follow the block partition): such a kernel needs all its
-// blocks on the GPU at once, so the kernels the automatic choice takes do
-// without (kernels/allreduce_twoshot.cuh). Returns false (and flags
-// an error) if a peer does not arrive within the timeout.
-__device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch, bool all_blocks = false)
+// Block b waits only for block b of each rank: every kernel has block b read
+// only what block b of the others wrote (same partition, see block_range),
+// which makes this a wait of nranks flags, and lets a kernel progress with
+// only some of its blocks on the GPU (co_resident_blocks counts on it).
+// Returns false (and flags an error) where must_give_up says so.
+__device__ inline bool peer_barrier(const PeerArgs &a, int phase, uint64_t epoch)
 {
     post_flags(a, phase, epoch);
-    int per_rank = all_blocks ? gridDim.x : 1;
-    int waits = a.nranks * per_rank;
     int failed = 0;
-    for (int i = threadIdx.x; i < waits; i += blockDim.x) {
-        int block = all_blocks ? i % per_rank : blockIdx.x;
-        if (!wait_flag(a, flag_slot(a.scratch[a.rank], phase, i / per_rank, block), epoch)) failed = 1;
-    }
+    for (int r = threadIdx.x; r < a.nranks; r += blockDim.x)
+        if (!wait_flag(a, flag_slot(a.scratch[a.rank], phase, r, blockIdx.x), epoch)) failed = 1;
     // A block-wide OR (gpu_port.h), not a __shared__ flag reset by thread 0
     // here: the next barrier's reset would race with late readers of this one.
     return !gpu_block_any(failed);
@@ -186,14 +179,16 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
 }
 
 // dsts[d][i] = src[i] for every d < ndst, this block's share of n
-// elements: one read, ndst writes (the push kernels' forward step). Four
-// 16-byte loads go out before their stores, since src may be a peer's memory.
+// elements (laid out over `span`, see block_range): one read, ndst writes
+// (the push kernels' forward step). Four 16-byte loads go out before their
+// stores, since src may be a peer's memory.
 template <class T>
-__device__ inline void copy_elems_multi(T *const *dsts, int ndst, const T *src, size_t n, bool vector_ok)
+__device__ inline void copy_elems_multi(T *const *dsts, int ndst, const T *src, size_t n, bool vector_ok,
+                                        size_t span = 0)
 {
     constexpr size_t V = 16 / sizeof(T);
     constexpr int U = 4;
-    Range r = block_range(n, V, 0);
+    Range r = block_range(n, V, span);
     size_t vend = vector_ok ? r.begin + (r.end - r.begin) / V * V : r.begin;
     const size_t stride = blockDim.x * V;
     size_t i = r.begin + threadIdx.x * V;

@@ -15,6 +15,7 @@
 // each rank's first kernel waits for a peer's second, which must make
 // progress with the blocks that find room (the scratch two-shot used to
 // wait for every block of every rank there and deadlocked on 4 x H200).
+// bcast_forward, crossed the same way, must too.
 #include "kernel_host_shim.h"
 
 #include <atomic>
@@ -252,12 +253,14 @@ private:
 
 int32_t allreduce_input(int team, int rank, size_t i) { return (int32_t)(team * 1000003 + rank * 7919 + (int)i * 13); }
 
-// One communicator's allreduce of `count` int32: its scratch and every rank's buffers.
+// One communicator's call on `count` int32: an allreduce, or a bcast from
+// rank 0 in place (bcast_forward); its scratch and every rank's buffers.
 struct TeamCall {
     World w;
     std::vector<std::unique_ptr<Buf>> src, dst;
     size_t count;
-    TeamCall(int nranks, size_t n, int team) : w(nranks), count(n)
+    bool bcast;
+    TeamCall(int nranks, size_t n, int team, bool is_bcast) : w(nranks), count(n), bcast(is_bcast)
     {
         for (int r = 0; r < nranks; r++) {
             src.emplace_back(new Buf(n * sizeof(int32_t)));
@@ -265,14 +268,49 @@ struct TeamCall {
             int32_t *in = reinterpret_cast<int32_t *>(src.back()->p);
             for (size_t i = 0; i < n; i++) in[i] = allreduce_input(team, r, i);
             std::memset(dst.back()->p, 0xee, dst.back()->n);
+            if (bcast && r == 0) std::memcpy(dst.back()->p, in, n * sizeof(int32_t));
         }
     }
+    // What rank-independent element i of the result is.
+    int32_t want(int team, int nranks, size_t i) const
+    {
+        if (bcast) return allreduce_input(team, 0, i);
+        int32_t sum = 0;
+        for (int q = 0; q < nranks; q++) sum += allreduce_input(team, q, i);
+        return sum;
+    }
 };
+
+// Sets `a` up for rank r's part of `tc` and runs it.
+void run_team_call(TeamCall &tc, int r, int nranks, bool vector_ok, uint64_t timeout_ns)
+{
+    PeerArgs a{};
+    a.rank = r;
+    a.nranks = nranks;
+    a.src = tc.bcast ? tc.dst[r]->p : tc.src[r]->p;
+    a.dst = tc.dst[r]->p;
+    a.half_bytes = kHalf;
+    a.epoch0 = 1;
+    for (int p = 0; p < nranks; p++) a.scratch[p] = tc.w.scratch[p]->p;
+    a.timeout_ns = timeout_ns;
+    a.error = &tc.w.error[r];
+    a.vector_ok = vector_ok;
+    if (tc.bcast) {
+        a.algo = PeerAlgo::BcastForward;
+        a.count = tc.count * sizeof(int32_t); // bytes, as data movement runs
+        a.chunk = kHalf;
+        return run_steps<bcast_forward_step>(a);
+    }
+    a.algo = PeerAlgo::AllreduceTwoShot;
+    a.count = tc.count;
+    a.chunk = kHalf / (2 * sizeof(int32_t)); // the result area follows the step's inputs
+    run_steps<allreduce_twoshot_step<int32_t, OpSum>>(a);
+}
 
 // Rank r launches the kernels of teams order[r][0], order[r][1], ... on
 // streams that do not wait for each other; at most `sms` of its blocks run
 // at once. A wait that cannot end gives up after `timeout_ns`.
-void run_allreduces(std::vector<std::unique_ptr<TeamCall>> &teams, const std::vector<std::vector<int>> &order, int sms,
+void run_team_calls(std::vector<std::unique_ptr<TeamCall>> &teams, const std::vector<std::vector<int>> &order, int sms,
                     bool vector_ok, uint64_t timeout_ns)
 {
     const int nranks = (int)order.size();
@@ -294,21 +332,7 @@ void run_allreduces(std::vector<std::unique_ptr<TeamCall>> &teams, const std::ve
                         TeamCall &tc = *teams[order[r][pos]];
                         if (t == 0) gates[r]->enter((int)(pos * kGrid + b));
                         __syncthreads();
-                        PeerArgs a{};
-                        a.algo = PeerAlgo::AllreduceTwoShot;
-                        a.rank = r;
-                        a.nranks = nranks;
-                        a.src = tc.src[r]->p;
-                        a.dst = tc.dst[r]->p;
-                        a.count = tc.count;
-                        a.chunk = kHalf / (2 * sizeof(int32_t)); // the result area follows the step's inputs
-                        a.half_bytes = kHalf;
-                        a.epoch0 = 1;
-                        for (int p = 0; p < nranks; p++) a.scratch[p] = tc.w.scratch[p]->p;
-                        a.timeout_ns = timeout_ns;
-                        a.error = &tc.w.error[r];
-                        a.vector_ok = vector_ok;
-                        run_steps<allreduce_twoshot_step<int32_t, OpSum>>(a);
+                        run_team_call(tc, r, nranks, vector_ok, timeout_ns);
                         __syncthreads();
                         if (t == 0) gates[r]->leave();
                     });
@@ -319,30 +343,30 @@ void run_allreduces(std::vector<std::unique_ptr<TeamCall>> &teams, const std::ve
 // launching them in order (odd ranks in reverse where `crossed`), with
 // `sms` blocks at once per rank: every result exact, nothing written past
 // the message, no wait given up.
-void check_allreduces(int nranks, size_t count, int nteams, bool crossed, int sms, bool vector_ok)
+void check_team_calls(int nranks, size_t count, int nteams, bool crossed, int sms, bool vector_ok, bool bcast)
 {
+    const char *what = bcast ? "bcast_forward" : "two-shot";
     std::vector<std::unique_ptr<TeamCall>> teams;
-    for (int k = 0; k < nteams; k++) teams.emplace_back(new TeamCall(nranks, count, k));
+    for (int k = 0; k < nteams; k++) teams.emplace_back(new TeamCall(nranks, count, k, bcast));
     std::vector<std::vector<int>> order(nranks);
     for (int r = 0; r < nranks; r++)
         for (int k = 0; k < nteams; k++) order[r].push_back(crossed && r % 2 ? nteams - 1 - k : k);
-    run_allreduces(teams, order, sms, vector_ok, 5ull * 1000 * 1000 * 1000);
+    run_team_calls(teams, order, sms, vector_ok, 5ull * 1000 * 1000 * 1000);
     int wrong = 0, gave_up = 0;
     for (int k = 0; k < nteams; k++)
         for (int r = 0; r < nranks; r++) {
             gave_up += teams[k]->w.error[r] != 0;
             const int32_t *out = reinterpret_cast<const int32_t *>(teams[k]->dst[r]->p);
             for (size_t i = 0; i < count + 8; i++) {
-                int32_t want = 0;
-                for (int q = 0; q < nranks; q++) want += allreduce_input(k, q, i);
+                int32_t want = teams[k]->want(k, nranks, i);
                 if (i >= count) std::memset(&want, 0xee, sizeof want);
                 if (out[i] != want && wrong++ < 5)
-                    std::fprintf(stderr, "two-shot: %d ranks, %zu elements, team %d of %d%s, %d SMs: rank %d element "
+                    std::fprintf(stderr, "%s: %d ranks, %zu elements, team %d of %d%s, %d SMs: rank %d element "
                                          "%zu is %d, not %d\n",
-                                 nranks, count, k, nteams, crossed ? " crossed" : "", sms, r, i, out[i], want);
+                                 what, nranks, count, k, nteams, crossed ? " crossed" : "", sms, r, i, out[i], want);
             }
         }
-    CHECK(gave_up == 0, "two-shot: %d ranks, %zu elements, %d teams%s, %d SMs a rank: %d kernels gave up", nranks,
+    CHECK(gave_up == 0, "%s: %d ranks, %zu elements, %d teams%s, %d SMs a rank: %d kernels gave up", what, nranks,
           count, nteams, crossed ? " crossed" : "", sms, gave_up);
     CHECK(wrong == 0);
 }
@@ -353,10 +377,13 @@ void check_twoshot()
     for (int n = 2; n <= 4; n++) {
         // One step, a tail, many steps with a short last one; vector and scalar copies.
         for (size_t count : {(size_t)1, (size_t)7, step, step + 1, 5 * step + 13, 9 * step})
-            for (bool vec : {true, false}) check_allreduces(n, count, 1, false, (int)kGrid, vec);
+            for (bool vec : {true, false}) check_team_calls(n, count, 1, false, (int)kGrid, vec, false);
         // Two communicators crossed, with room for one grid and one more
         // block: the second kernel runs a block at a time beside the first.
-        check_allreduces(n, 7 * step + 5, 2, true, (int)kGrid + 1, true);
+        check_team_calls(n, 7 * step + 5, 2, true, (int)kGrid + 1, true, false);
+        // bcast_forward likewise (its slices are cut per receiver; every
+        // block must still pair with the same block only).
+        for (size_t count : {(size_t)5, 3 * kHalf + 7}) check_team_calls(n, count, 2, true, (int)kGrid + 1, true, true);
     }
 }
 
