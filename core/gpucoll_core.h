@@ -242,8 +242,8 @@ gpucoll_status_t gpucoll_stream_setup(gpucoll_team_t *team, int can);
  * timeout_ms). count == 0 queues nothing (success). */
 gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *team, const gpucoll_coll_args_t *a, void *stream);
 /* GPUCOLL_SUCCESS, or the error a stream-ordered kernel of the team raised
- * (a peer timeout, the LL flags spent): then every later call fails too.
- * Never waits. */
+ * (a peer timeout, the LL flags spent, arguments that differ) or a launch
+ * of this rank that failed: then every later call fails too. Never waits. */
 gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *team);
 /* Ends the team's stream-ordered kernels at their next wait, those queued
  * too, and fails its later calls: before gpucoll_team_destroy on a team

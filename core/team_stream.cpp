@@ -80,7 +80,18 @@ gpucoll_status_t stream_setup_body(gpucoll_team *t, bool can)
     return GPUCOLL_SUCCESS;
 }
 
-gpucoll_status_t error_raised(gpucoll_team *t) { return kernel_error(t, "an enqueued collective"); }
+// What the team's earlier calls left: the keys compared as far as the
+// peers' are there (a mismatch raises the error word), then the word, then a
+// launch of this rank that failed (it told the peers' kernels through their
+// give-up words but may have left this rank's word alone).
+gpucoll_status_t settled_status(gpucoll_team *t)
+{
+    settle_stream_keys(t);
+    gpucoll_status_t st = kernel_error(t, "an enqueued collective");
+    if (st == GPUCOLL_SUCCESS && t->broken)
+        st = gpucoll_fail(GPUCOLL_ERR_INTERNAL, "an earlier enqueued collective could not be launched");
+    return st;
+}
 
 // Whether this rank's kernel can address `p` (device memory of the team's
 // GPU, or managed memory).
@@ -118,10 +129,8 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
 {
     const gpucoll_config_t &cfg = config();
     if (!t->stream_calls || t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED;
-    settle_stream_keys(t); // the earlier calls' keys, as far as the peers' are there
-    gpucoll_status_t st = error_raised(t);
+    gpucoll_status_t st = settled_status(t);
     if (st != GPUCOLL_SUCCESS) return st;
-    if (t->broken) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "an earlier enqueued collective could not be launched");
     // A call being captured ends the comparison of keys (team_stream_keys.cpp
     // says why); the stream's GPU is asked only outside a capture, where a
     // query may be refused or end the capture.
@@ -241,11 +250,9 @@ extern "C" gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *t, const gpuc
 extern "C" gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *t)
 {
     if (!t || !t->error) return GPUCOLL_SUCCESS;
-    // Compares the keys that have arrived (a mismatch raises the error word)
-    // and may note which peer is gone: the team changes, the call does not wait.
-    gpucoll_team_t *team = const_cast<gpucoll_team_t *>(t);
-    settle_stream_keys(team);
-    return error_raised(team);
+    // Compares the keys that have arrived and may note which peer is gone:
+    // the team changes, the call does not wait.
+    return settled_status(const_cast<gpucoll_team_t *>(t));
 }
 
 extern "C" void gpucoll_stream_stop(gpucoll_team_t *t)

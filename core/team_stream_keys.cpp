@@ -58,7 +58,7 @@ void settle_stream_keys(gpucoll_team *t)
     std::lock_guard<std::mutex> g(t->queued_keys_mu);
     if (any_rank_set(t, &ShmRank::stream_captured)) return t->stream_keys_on.store(false, std::memory_order_release);
     if (!compare_posted_keys(t, "enqueued collectives")) return;
-    // The communicator's later enqueued calls fail (error_raised).
+    // The communicator's later enqueued calls fail (settled_status).
     t->shm->ranks[t->rank].stream_args_differ.store(1, std::memory_order_release);
     raise_args_differ(t);
 }
