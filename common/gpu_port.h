@@ -58,6 +58,8 @@ typedef hipFuncAttributes gpuFuncAttributes;
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamCreateWithPriority hipStreamCreateWithPriority
+#define gpuDeviceGetStreamPriorityRange hipDeviceGetStreamPriorityRange
 #define gpuStreamDefault hipStreamDefault
 #define gpuStreamNonBlocking hipStreamNonBlocking
 #define gpuStreamWaitEvent hipStreamWaitEvent
@@ -165,6 +167,8 @@ typedef cudaFuncAttributes gpuFuncAttributes;
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamCreateWithPriority cudaStreamCreateWithPriority
+#define gpuDeviceGetStreamPriorityRange cudaDeviceGetStreamPriorityRange
 #define gpuStreamDefault cudaStreamDefault
 #define gpuStreamNonBlocking cudaStreamNonBlocking
 #define gpuStreamWaitEvent cudaStreamWaitEvent

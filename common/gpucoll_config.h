@@ -60,8 +60,9 @@ typedef struct gpucoll_config {
     size_t resident_max_bytes;       /* largest call (bytes moved per rank) a resident kernel serves */
     int resident_blocks;             /* grid of the calls resident kernels serve, the same for every size
                                         so that one kernel serves them all */
-    int queued_order;                /* gpucoll_queued_order_t: what nonblocking and persistent calls
-                                        start after on the GPU (core/team_queued.cpp) */
+    int order;                       /* gpucoll_order_t: what the peer kernels of blocking, nonblocking and
+                                        persistent calls start after on the GPU (core/team_blocking.cpp,
+                                        core/team_queued.cpp, core/hier.cpp) */
     int kernel_launch;               /* gpucoll_kernel_launch_t: how the peer kernels of blocking,
                                         nonblocking and persistent calls are launched */
     size_t ll_max_bytes;             /* allreduce, reduce, reduce_scatter_block, allgather, alltoall, bcast of up to this
@@ -98,6 +99,8 @@ typedef struct gpucoll_config {
                                         different orders. Grids are cut so that all but one of that many
                                         (under MPI_THREAD_MULTIPLE, or thread_calls if more) leave an SM.
                                         Equal on every rank */
+    int stream_priority;             /* gpucoll_stream_priority_t: priority of the streams the peer kernels
+                                        of blocking, nonblocking and persistent calls run on */
 } gpucoll_config_t;
 
 /* Ranks whose buffers are on the same GPU. Their peer kernels wait on each other, so they must be on
@@ -109,14 +112,16 @@ typedef enum gpucoll_shared_gpu {
     GPUCOLL_SHARED_GPU_AUTO = 2 /* peer kernels where every such rank runs under MPS, else staged */
 } gpucoll_shared_gpu_t;
 
-/* What a nonblocking or persistent call (queued: no host wait) starts after on the GPU. */
-typedef enum gpucoll_queued_order {
-    GPUCOLL_QUEUED_AFTER_DEFAULT_STREAM = 0, /* the work queued on the legacy default stream before the call
-                                                (an event record and a stream wait per call), as blocking
-                                                calls do */
-    GPUCOLL_QUEUED_UNORDERED = 1             /* nothing: the caller has its buffers ready (synchronised the
-                                                streams that wrote them), as NCCL's users do for theirs */
-} gpucoll_queued_order_t;
+/* What the kernels coll/gpu launches on its own streams (blocking, nonblocking and persistent calls;
+   enqueued calls run on the caller's stream) start after on the GPU. */
+typedef enum gpucoll_order {
+    GPUCOLL_ORDER_AFTER_DEFAULT_STREAM = 0, /* the work queued on the legacy default stream before the call
+                                               (a blocking stream, or an event record and a stream wait) */
+    GPUCOLL_ORDER_NONE = 1                  /* nothing: the caller has its buffers ready (synchronised the
+                                               streams that wrote them, or waited for an event), as NCCL's
+                                               users and Horovod do; the call does not wait for compute
+                                               queued on the default stream after the buffers' last write */
+} gpucoll_order_t;
 
 /* How a team launches its peer kernels on its own streams (kernels/peer_args.h, KernelGraph). */
 typedef enum gpucoll_kernel_launch {
@@ -124,6 +129,15 @@ typedef enum gpucoll_kernel_launch {
                                  starts ~1 us sooner than after cudaLaunchKernel (docs/performance.md) */
     GPUCOLL_LAUNCH_PLAIN = 1  /* cudaLaunchKernel */
 } gpucoll_kernel_launch_t;
+
+/* Priority of the component's own streams. When the application's kernels fill the GPU, the block
+   scheduler gives freed SMs to the waiting blocks of the higher-priority stream first: a collective
+   that others wait for is not queued behind compute (Horovod creates its NCCL streams so). Horovod's
+   benchmark on 4 x H200 ran no faster with high (docs/performance.md), hence the default normal. */
+typedef enum gpucoll_stream_priority {
+    GPUCOLL_STREAM_PRIORITY_NORMAL = 0, /* the default priority, like the application's streams */
+    GPUCOLL_STREAM_PRIORITY_HIGH = 1    /* the device's greatest priority */
+} gpucoll_stream_priority_t;
 
 /* Device-buffer collectives on communicators that span nodes (real or virtual). */
 typedef enum gpucoll_inter_path {

@@ -41,7 +41,6 @@ constexpr bool on_one_gpu(const Call &c) { return c.nranks > 1 && c.share.ranks 
 
 // Conditions of the automatic choice (Entry::chosen_when).
 constexpr bool always(const Call &) { return true; }
-constexpr bool never(const Call &) { return false; }
 // A call whose buffers are all mapped runs zero-copy; allreduce's one-shot
 // is the exception (below).
 constexpr bool not_mapped(const Call &c) { return !c.direct; }
@@ -60,6 +59,22 @@ constexpr bool allreduce_writes(const Call &c)
 // MPS, 64 MiB: see docs/performance.md, session 14); bcast_push leaves the
 // root's SMs idle.
 constexpr bool bcast_spreads(const Call &c) { return on_one_gpu(c) && c.cfg.direct_style == GPUCOLL_DIRECT_AUTO; }
+// Bcast through scratch with each byte leaving the root once, the receivers
+// forwarding it: from 4 MiB with 3 ranks or more, from 64 MiB with 2, each
+// rank on a GPU of its own (4 x H200, 20 calls a size, nonblocking / enqueued
+// / graph, us; session 24). 4 ranks: 256 MiB 904 / 904 / 902 against 2247 /
+// 2239 / 2239 for `bcast`; 64 MiB 299 / 291 / 290 against 589 / 603 / 601;
+// 4 MiB 38 / 31 / 29 against 42 / 49 / 47; 1 MiB (session 20) 28 / 25 / 23
+// against 23 / 24 / 22. 2 ranks: 256 MiB 764 / 755 / 753 against 787 / 782 /
+// 780; 64 MiB 219 / 216 / 213 against 224 / 223 / 222; 16 MiB 66 / 63 / 61
+// against 43 / 61 / 59. Not measured with ranks sharing a GPU: not taken there.
+constexpr size_t kForwardMinBytes = 4u << 20;
+constexpr size_t kForwardMinBytesTwoRanks = 64u << 20;
+constexpr bool bcast_forwards(const Call &c)
+{
+    if (c.direct || c.nranks < 2 || c.share.ranks > 1) return false; // as measured: a GPU per rank
+    return c.bytes >= (c.nranks == 2 ? kForwardMinBytesTwoRanks : kForwardMinBytes);
+}
 // One-shot (latency) up to oneshot_max_bytes, mapped or not: 4 x H200,
 // 512 KiB: 23.9 us against 31.1 for the two-shot (gpucoll_config.h).
 constexpr bool allreduce_oneshot_fits(const Call &c) { return c.bytes <= c.cfg.oneshot_max_bytes; }
@@ -121,10 +136,11 @@ constexpr Entry kTable[] = {
     {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false, false,
      style_pulls},
     {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false, true, always},
-    {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false, false, not_mapped},
-    // Through scratch with each byte leaving the root once (kernels/bcast_forward.cuh). Forced only until
-    // it is measured against `bcast` on a GPU.
-    {"bcast_forward", GPUCOLL_COLL_BCAST, PeerAlgo::BcastForward, Protocol::Scratch, false, 0, false, false, never},
+    {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false, false,
+     [](const Call &c) { return not_mapped(c) && !bcast_forwards(c); }},
+    // Through scratch with each byte leaving the root once (kernels/bcast_forward.cuh).
+    {"bcast_forward", GPUCOLL_COLL_BCAST, PeerAlgo::BcastForward, Protocol::Scratch, false, 0, false, false,
+     bcast_forwards},
     // Zero-copy alltoall is alltoallv's kernel with equal blocks: each byte moves once, not in and out of
     // scratch (H100, 2 ranks under MPS, 128 MiB: see docs/performance.md). There is no pull kernel.
     {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, true, false,

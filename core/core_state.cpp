@@ -22,6 +22,17 @@ gpucoll_config_t g_config = [] {
 
 const gpucoll_config_t &gpucoll::config() { return g_config; }
 
+gpuError_t gpucoll::create_coll_stream(gpuStream_t *stream, unsigned flags)
+{
+    int least = 0, greatest = 0;
+    if (g_config.stream_priority != GPUCOLL_STREAM_PRIORITY_HIGH ||
+        gpuDeviceGetStreamPriorityRange(&least, &greatest) != gpuSuccess) {
+        (void)gpuGetLastError();
+        return gpuStreamCreateWithFlags(stream, flags);
+    }
+    return gpuStreamCreateWithPriority(stream, flags, greatest);
+}
+
 namespace {
 std::atomic<int> g_in_flight{0};
 } // namespace

@@ -1,6 +1,7 @@
 // Process-wide state of the core, shared by its translation units.
 #pragma once
 
+#include "gpu_port.h"
 #include "gpucoll_config.h"
 #include "gpucoll_status.h"
 
@@ -10,6 +11,10 @@ namespace gpucoll {
 const gpucoll_config_t &config();
 void release_host_cache();
 void release_copy_streams(); // core/local_reduce.cpp
+
+// A stream of the current device for the component's own kernels, at the
+// priority config().stream_priority asks for; flags as cudaStreamCreateWithFlags.
+gpuError_t create_coll_stream(gpuStream_t *stream, unsigned flags);
 
 // Once per process and device, before any peer kernel runs there: loads
 // every peer kernel and raises the context's per-thread stack to what the

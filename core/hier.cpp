@@ -140,7 +140,9 @@ gpucoll_status_t gpucoll::hier::team_step(gpucoll_hier &h, gpucoll_coll_kind_t k
 gpucoll_status_t gpucoll::hier::order_after_default_stream(gpucoll_hier &h)
 {
     // An event recorded on a blocking stream completes after everything queued
-    // before it on the legacy default stream.
+    // before it on the legacy default stream. Order none: the caller's
+    // buffers are ready, and the stream does not block.
+    if (config().order == GPUCOLL_ORDER_NONE) return GPUCOLL_SUCCESS;
     gpuError_t e = gpuEventRecord(h.event, h.stream);
     if (e == gpuSuccess) e = gpuEventSynchronize(h.event);
     return e == gpuSuccess ? GPUCOLL_SUCCESS : gpu_error("waiting for the default stream", e);
@@ -363,7 +365,8 @@ static gpucoll_status_t gpucoll_hier_prepare_body(gpucoll_hier_t *h, const gpuco
     const int device = info.device;
     DeviceGuard g(device);
     gpuError_t e = gpuSuccess;
-    if (!h->stream && (e = gpuStreamCreateWithFlags(&h->stream, gpuStreamDefault)) != gpuSuccess)
+    const unsigned flags = config().order == GPUCOLL_ORDER_NONE ? gpuStreamNonBlocking : gpuStreamDefault;
+    if (!h->stream && (e = create_coll_stream(&h->stream, flags)) != gpuSuccess)
         return gpu_error("creating a stream", e);
     if (!h->event && (e = gpuEventCreateWithFlags(&h->event, gpuEventDisableTiming)) != gpuSuccess)
         return gpu_error("creating an event", e);

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "core_state.hpp"
 #include "gpu_error.hpp"
 
 namespace gpucoll {
@@ -33,7 +34,7 @@ gpucoll_status_t ResidentKernel::init()
     memset(mb_, 0, sizeof *mb_);
     // Non-blocking: a kernel that stays resident must not hold back the
     // application's work on the legacy default stream.
-    if ((e = gpuStreamCreateWithFlags(&stream_, gpuStreamNonBlocking)) != gpuSuccess)
+    if ((e = create_coll_stream(&stream_, gpuStreamNonBlocking)) != gpuSuccess)
         return gpu_error("creating the resident kernels' stream", e);
     if ((e = gpuEventCreateWithFlags(&user_work_, gpuEventDisableTiming)) != gpuSuccess)
         return gpu_error("creating an event", e);

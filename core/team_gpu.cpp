@@ -86,13 +86,15 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     // A blocking stream follows the legacy default stream implicitly, and
     // the legacy stream waits for it: with several threads, one thread's
     // staged copy would then wait for another thread's kernel, which waits
-    // for a peer rank whose own threads may be stuck the same way.
+    // for a peer rank whose own threads may be stuck the same way. With
+    // order none nothing waits for the default stream at all.
     const bool threads = config().thread_multiple != 0;
-    if ((e = gpuStreamCreateWithFlags(&t->stream, threads ? gpuStreamNonBlocking : gpuStreamDefault)) != gpuSuccess)
-        return gpu_error("creating stream", e);
-    if (threads && (e = gpuEventCreateWithFlags(&t->after_default, gpuEventDisableTiming)) != gpuSuccess)
+    const bool ordered = config().order == GPUCOLL_ORDER_AFTER_DEFAULT_STREAM;
+    const unsigned flags = threads || !ordered ? gpuStreamNonBlocking : gpuStreamDefault;
+    if ((e = create_coll_stream(&t->stream, flags)) != gpuSuccess) return gpu_error("creating stream", e);
+    if (threads && ordered && (e = gpuEventCreateWithFlags(&t->after_default, gpuEventDisableTiming)) != gpuSuccess)
         return gpu_error("creating an event", e);
-    if ((e = gpuStreamCreateWithFlags(&t->queued_stream, gpuStreamNonBlocking)) != gpuSuccess ||
+    if ((e = create_coll_stream(&t->queued_stream, gpuStreamNonBlocking)) != gpuSuccess ||
         (e = gpuEventCreateWithFlags(&t->queued_after_default, gpuEventDisableTiming)) != gpuSuccess)
         return gpu_error("creating the stream of queued calls", e);
     if ((st = take_words(t, device)) != GPUCOLL_SUCCESS) return st;

@@ -417,7 +417,7 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     PeerArgs k = launch_args(p, *plan);
     p->done_value = k.done_value;
     gpuError_t e;
-    if (cfg.queued_order == GPUCOLL_QUEUED_AFTER_DEFAULT_STREAM &&
+    if (cfg.order == GPUCOLL_ORDER_AFTER_DEFAULT_STREAM &&
         ((e = gpuEventRecord(t->queued_after_default, nullptr)) != gpuSuccess ||
          (e = gpuStreamWaitEvent(t->queued_stream, t->queued_after_default, 0)) != gpuSuccess))
         return abandon_call(t, gpu_error("ordering after the default stream", e));

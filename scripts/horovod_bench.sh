@@ -17,7 +17,9 @@
 #   NPS="2 4"                 rank counts of the check
 #   MODELS="resnet50 vgg16"   models of the benchmark, each fp32 and --fp16-allreduce
 #   BUILDS="nccl mpi"         which builds the bench phase runs (split it across calls if need be);
-#                             mpi-tcN: the MPI build with coll_gpu_thread_calls N (mpi: THREAD_CALLS)
+#                             mpi-tcN: the MPI build with coll_gpu_thread_calls N (mpi: THREAD_CALLS);
+#                             mpi+NAME=VALUE[+...]: the MPI build with coll_gpu_NAME VALUE (e.g.
+#                             mpi+stream_priority=normal), a column of its own
 #   REPEAT=1                  runs of each (build, model, mode); the table shows their mean
 #   WARMUP=5 BATCHES=10 ITERS=5  the benchmark's --num-warmup-batches, --num-batches-per-iter, --num-iters
 #   BATCH=32                  --batch-size
@@ -80,11 +82,14 @@ phase_build() {
 # selects it), ranks sharing a GPU allowed to form the team.
 hvd_run() { # timeout, build (mpi|nccl), np, then the command
   local to=$1 build=$2 np=$3; shift 3
-  local path="$COMPONENT:$sys_path" mca="" tc=${THREAD_CALLS:-1}
-  case "$build" in mpi-tc*) tc=${build#mpi-tc};; esac
-  build=${build%%-*}
+  local path="$COMPONENT:$sys_path" mca="" tc=${THREAD_CALLS:-1} extra="" kv
+  case "$build" in
+    mpi-tc*) tc=${build#mpi-tc};;
+    mpi+*) for kv in $(echo "${build#mpi+}" | tr '+' ' '); do extra="$extra --mca coll_gpu_${kv%%=*} ${kv#*=}"; done;;
+  esac
+  build=${build%%[-+]*}
   if [ "$build" = mpi ]; then
-    mca="--mca coll_gpu_thread_calls $tc"
+    mca="--mca coll_gpu_thread_calls $tc$extra"
     [ "$np" -gt "$gpus" ] && mca="$mca --mca coll_gpu_shared_gpu 1"
   else
     mca="--mca coll ^gpu" # NCCL moves the tensors; Open MPI's own modules the rest
@@ -130,13 +135,13 @@ bench_one() { # build model fp16(0|1)
   local build=$1 model=$2 fp16=$3 mode=fp32 flag=""
   [ "$fp16" = 1 ] && mode=fp16-allreduce && flag=--fp16-allreduce
   local log="$OUT/bench_${build}_${model}_$mode.log" t0=$SECONDS verbose=""
-  [ "${build%%-*}" = mpi ] && verbose="--mca coll_gpu_verbose 10"
+  [ "${build%%[-+]*}" = mpi ] && verbose="--mca coll_gpu_verbose 10"
   hvd_run "$RUN_TIMEOUT" "$build" "$NP" $verbose python3 "$SRC/horovod-src/examples/pytorch/pytorch_synthetic_benchmark.py" \
     --model "$model" --batch-size "$BATCH" --num-warmup-batches "$WARMUP" --num-batches-per-iter "$BATCHES" \
     --num-iters "$ITERS" $flag > "$log" 2>&1
   local rc=$? total
   total=$(sed -n 's/^Total img\/sec on [0-9]* GPU(s): \([0-9.]*\).*/\1/p' "$log" | tail -1)
-  if [ "${build%%-*}" = mpi ] && ! grep -q "coll:gpu: enabled on" "$log"; then
+  if [ "${build%%[-+]*}" = mpi ] && ! grep -q "coll:gpu: enabled on" "$log"; then
     echo "$build $model $mode: coll/gpu not selected: not counted (see $log)"; total=""
   fi
   echo "$build $model $mode: rc $rc, $((SECONDS - t0)) s, ${total:-no result} img/s total"
@@ -153,7 +158,7 @@ phase_bench() {
   local build model fp16 r
   for r in $(seq "${REPEAT:-1}"); do
     for build in $BUILDS; do
-      built /tmp/hvd-${build%%-*} || { echo "no /tmp/hvd-${build%%-*}: PHASE=build first"; continue; }
+      built /tmp/hvd-${build%%[-+]*} || { echo "no /tmp/hvd-${build%%[-+]*}: PHASE=build first"; continue; }
       for model in $MODELS; do
         for fp16 in 0 1; do bench_one "$build" "$model" "$fp16"; done
       done
@@ -163,7 +168,7 @@ phase_bench() {
 }
 
 # Mean of the measurements of each (build, model, mode), their count in
-# parentheses; mpi-tcN builds in a column of their own.
+# parentheses; mpi-tcN and mpi+NAME=VALUE builds in a column of their own.
 phase_table() {
   [ -f "$RES/results.tsv" ] || die "nothing measured yet (PHASE=bench)"
   echo "Horovod pytorch_synthetic_benchmark, $NP x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)," \
@@ -172,7 +177,7 @@ phase_table() {
     function cell(k, b) { return c[k, b] ? sprintf("%.1f (%d)", s[k, b] / c[k, b], c[k, b]) : "-" }
     { s[$2 " " $3, $1] += $4; c[$2 " " $3, $1]++
       if (!(($2 " " $3) in seen)) { seen[$2 " " $3] = 1; order[n++] = $2 " " $3 }
-      if ($1 ~ /^mpi-tc/ && !($1 in xseen)) { xseen[$1] = 1; extra[nx++] = $1 } }
+      if ($1 ~ /^mpi[-+]/ && !($1 in xseen)) { xseen[$1] = 1; extra[nx++] = $1 } }
     END {
       printf "| %-26s | %22s | %32s | %8s |", "model", "Horovod on NCCL img/s", "Horovod on MPI + coll/gpu img/s", "MPI/NCCL"
       for (j = 0; j < nx; j++) printf " %s img/s |", extra[j]

@@ -186,7 +186,7 @@ int main()
         gpucoll_config_t c = base;
         force_algorithm(&c, GPUCOLL_COLL_BCAST, "bcast_push"); // zero-copy, buffers not mapped
         CHECK(make_plan(call(GPUCOLL_COLL_BCAST, 8u << 20, false), 0, 4, c, false, &p) &&
-              p.algo == PeerAlgo::Bcast && p.forced_refused && std::strstr(p.forced_refused, "mapped"));
+              p.algo == PeerAlgo::BcastForward && p.forced_refused && std::strstr(p.forced_refused, "mapped"));
         CHECK(make_plan(call(GPUCOLL_COLL_BCAST, 64, false), 0, 4, c, true, &p) && p.algo == PeerAlgo::BcastPush &&
               !p.forced_refused);
         force_algorithm(&c, GPUCOLL_COLL_BCAST, "bcast_ll"); // one-way: never queued, never above ll_max_bytes
@@ -194,15 +194,15 @@ int main()
               p.algo == PeerAlgo::Bcast && p.forced_refused && std::strstr(p.forced_refused, "nonblocking"));
         CHECK(make_plan(call(GPUCOLL_COLL_BCAST, (256u << 10) + 1, false), 0, 4, c, false, &p) &&
               p.algo == PeerAlgo::Bcast && p.forced_refused && std::strstr(p.forced_refused, "ll_max_bytes"));
-        // Forced only: through scratch in every mode (queued too: every rank waits for every
-        // other), and never the automatic choice.
+        // Forced: through scratch in every mode and size (queued too: every rank waits for
+        // every other); the automatic choice takes it only from 4 MiB (test_algo_select).
         force_algorithm(&c, GPUCOLL_COLL_BCAST, "bcast_forward");
         for (bool queued : {false, true})
             for (size_t bytes : {(size_t)64, (size_t)8 << 20})
                 CHECK(make_plan(call(GPUCOLL_COLL_BCAST, bytes, false), 0, 4, c, false, &p, GpuShare{}, queued) &&
                       p.algo == PeerAlgo::BcastForward && !p.forced_refused);
         for (bool queued : {false, true})
-            for (size_t bytes : {(size_t)64, (size_t)8 << 20, (size_t)1 << 30})
+            for (size_t bytes : {(size_t)64, (size_t)1 << 20})
                 CHECK(make_plan(call(GPUCOLL_COLL_BCAST, bytes, false), 0, 4, base, false, &p, GpuShare{}, queued) &&
                       p.algo != PeerAlgo::BcastForward);
         force_algorithm(&c, GPUCOLL_COLL_ALLTOALL, "alltoall_ll"); // in place it could overwrite a block

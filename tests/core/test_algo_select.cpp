@@ -86,9 +86,31 @@ int main()
                              &p));
             CHECK(is_direct(PeerAlgo::VectorPush) && moves_bytes(PeerAlgo::VectorPush) &&
                   !moves_bytes(PeerAlgo::ReduceScatterDirect));
-            // without mapped buffers the style does not matter
+            // without mapped buffers the style does not matter: bcast through scratch forwards from
+            // 4 MiB with 3 ranks or more, 64 MiB with 2, where this rank has its GPU to itself
             CHECK(make_plan(args(GPUCOLL_COLL_BCAST, big, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 3, c, false, &p));
-            CHECK(p.algo == PeerAlgo::Bcast);
+            CHECK(p.algo == PeerAlgo::BcastForward);
+            for (bool queued : {false, true}) {
+                CHECK(make_plan(args(GPUCOLL_COLL_BCAST, 4u << 20, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 1, 4, c, false,
+                                &p, GpuShare{132, 1}, queued) &&
+                      p.algo == PeerAlgo::BcastForward);
+                CHECK(make_plan(args(GPUCOLL_COLL_BCAST, (4u << 20) - 1, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 1, 4, c,
+                                false, &p, GpuShare{132, 1}, queued) &&
+                      p.algo == PeerAlgo::Bcast);
+                CHECK(make_plan(args(GPUCOLL_COLL_BCAST, big, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 1, 2, c, false, &p,
+                                GpuShare{132, 1}, queued) &&
+                      p.algo == PeerAlgo::BcastForward);
+                CHECK(make_plan(args(GPUCOLL_COLL_BCAST, big - 1, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 1, 2, c, false,
+                                &p, GpuShare{132, 1}, queued) &&
+                      p.algo == PeerAlgo::Bcast);
+                CHECK(make_plan(args(GPUCOLL_COLL_BCAST, big, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 4, c, false, &p,
+                                GpuShare{132, 4}, queued) &&
+                      p.algo == PeerAlgo::Bcast);
+                // two ranks on this rank's GPU: not measured, not taken
+                CHECK(make_plan(args(GPUCOLL_COLL_BCAST, big, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 4, c, false, &p,
+                                GpuShare{132, 2}, queued) &&
+                      p.algo == PeerAlgo::Bcast);
+            }
             CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, big, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, false, &p));
             CHECK(p.algo == PeerAlgo::AllreduceTwoShot);
             CHECK(is_direct(PeerAlgo::AllreducePush) && is_direct(PeerAlgo::BcastPush) &&
@@ -480,8 +502,9 @@ int main()
         local.verbose = 100;
         local.timeout_ms = 5;
         local.ipc_cache_entries = 3;
-        local.queued_order = 1;
+        local.order = GPUCOLL_ORDER_NONE;
         local.kernel_launch = 1;
+        local.stream_priority = GPUCOLL_STREAM_PRIORITY_HIGH;
         local.thread_calls = 3; // without MPI_THREAD_MULTIPLE it changes nothing
         CHECK(plan_config_fingerprint(local) == fp, "a local parameter entered the fingerprint");
     }

@@ -6,7 +6,7 @@ echo "$out"
 for p in priority verbose enable select_without_gpu stage_host_buffers path allreduce_algorithm oneshot_max_bytes scratch_bytes \
          staging_cache_bytes staging_pinned_max_bytes max_peers max_blocks thread_calls threads_per_block timeout_ms direct_min_bytes ipc_cache_entries ipc_cache_bytes \
          block_bytes shared_gpu hier_min_bytes direct_style resident_us resident_max_bytes resident_blocks ll_max_bytes \
-         virtual_node_size inter_path ucx_device_path ucx_chunk_bytes ucx_pipeline_depth ucx_net_devices queued_order kernel_launch \
+         virtual_node_size inter_path ucx_device_path ucx_chunk_bytes ucx_pipeline_depth ucx_net_devices order kernel_launch stream_priority \
          reduce_algorithm bcast_algorithm allgather_algorithm reduce_scatter_block_algorithm alltoall_algorithm \
          user_op_symbols; do
   echo "$out" | grep -q "coll_gpu_$p" || { echo "missing parameter coll_gpu_$p"; exit 1; }
@@ -57,3 +57,11 @@ echo "forcing parameters: ok"
 echo "$parsable" | grep -q "^mca:coll:gpu:param:coll_gpu_user_op_symbols:value:.*_ZN7horovod6common11float16_sumEPvS1_PiPP15ompi_datatype_t=float16:sum" ||
   { echo "coll_gpu_user_op_symbols does not default to Horovod's ops"; exit 1; }
 echo "user-op symbols: ok"
+# What calls start after: default_stream by default; the former name
+# (queued_order) still sets it.
+echo "$parsable" | grep -qx "mca:coll:gpu:param:coll_gpu_order:value:default_stream" ||
+  { echo "coll_gpu_order is not default_stream by default"; exit 1; }
+syn=$(OMPI_MCA_coll_gpu_queued_order=none "$1" --param coll gpu --level 9 --parsable 2>&1) || { echo "$syn"; exit 1; }
+echo "$syn" | grep -qx "mca:coll:gpu:param:coll_gpu_order:value:none" ||
+  { echo "coll_gpu_queued_order=none does not set coll_gpu_order"; exit 1; }
+echo "order: ok"
