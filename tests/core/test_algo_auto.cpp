@@ -1,6 +1,6 @@
 // The automatic choice of make_plan, frozen: for every kind, 1-8 ranks and
 // sizes on both sides of every threshold (ll_max_bytes, oneshot_max_bytes,
-// kWritesMinBytes), with and without mapped buffers, queued or blocking, in
+// kWritesMinBytes, bcast_forward's 4 and 64 MiB), with and without mapped buffers, queued or blocking, in
 // place or not, every direct_style and both GPU layouts, the algorithm picked
 // (or none) must be the one recorded in algo_auto_choices.txt (a line per
 // case: the choice for each size of sizes[], runs of one choice as "choice*n";
@@ -30,8 +30,8 @@ std::vector<std::string> choices()
 {
     std::vector<std::string> lines;
     const size_t sizes[] = {4,         64u << 10,         (256u << 10) - 4, 256u << 10,        (256u << 10) + 4,
-                            (1u << 20) - 4, 1u << 20,     (1u << 20) + 4,  4u << 20,          (16u << 20) - 4,
-                            16u << 20, (16u << 20) + 4,   64u << 20};
+                            (1u << 20) - 4, 1u << 20,     (1u << 20) + 4,  (4u << 20) - 4,    4u << 20,
+                            (16u << 20) - 4, 16u << 20,   (16u << 20) + 4, (64u << 20) - 4,   64u << 20};
     for (int k = 0; k < GPUCOLL_COLL_KIND_COUNT; k++) {
         const auto kind = (gpucoll_coll_kind_t)k;
         const bool reduces = kind == GPUCOLL_COLL_ALLREDUCE || kind == GPUCOLL_COLL_REDUCE ||
