@@ -62,9 +62,9 @@ void fail(const char *what)
 void fill(float *d, size_t n, int who)
 {
     static float host[1 << 16];
-    for (size_t i = 0; i < (sizeof host / sizeof host[0]); i++) host[i] = (float)((who + 1) * ((i % 7) + 1));
     for (size_t off = 0; off < n; off += sizeof host / sizeof host[0]) {
         size_t k = n - off < sizeof host / sizeof host[0] ? n - off : sizeof host / sizeof host[0];
+        for (size_t i = 0; i < k; i++) host[i] = (float)((who + 1) * (((off + i) % 7) + 1));
         cudaMemcpy(d + off, host, k * sizeof(float), cudaMemcpyHostToDevice);
     }
 }
