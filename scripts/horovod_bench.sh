@@ -16,7 +16,7 @@
 #   NP=4                      ranks of the benchmark (at most one per GPU)
 #   NPS="2 4"                 rank counts of the check
 #   MODELS="resnet50 vgg16"   models of the benchmark, each fp32 and --fp16-allreduce
-#   BUILDS="nccl mpi mpi+order=none"  which builds the bench phase runs (split it across calls if need be);
+#   BUILDS="nccl mpi+order=none+max_blocks=32 mpi"  which builds the bench phase runs (split it across calls if need be);
 #                             mpi-tcN: the MPI build with coll_gpu_thread_calls N (mpi: THREAD_CALLS);
 #                             mpi+NAME=VALUE[+...]: the MPI build with coll_gpu_NAME VALUE (e.g.
 #                             mpi+stream_priority=normal), a column of its own
@@ -37,7 +37,7 @@ source .device/mpi-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 HVD_DIR=${HVD_DIR:-.hvd}
 SRC=/tmp/hvd-src RES=/tmp/hvd-bench
-NP=${NP:-4} NPS=${NPS:-"2 4"} MODELS=${MODELS:-"resnet50 vgg16"} BUILDS=${BUILDS:-"nccl mpi mpi+order=none"}
+NP=${NP:-4} NPS=${NPS:-"2 4"} MODELS=${MODELS:-"resnet50 vgg16"} BUILDS=${BUILDS:-"nccl mpi+order=none+max_blocks=32 mpi"}
 WARMUP=${WARMUP:-5} BATCHES=${BATCHES:-10} ITERS=${ITERS:-5} BATCH=${BATCH:-32} RUN_TIMEOUT=${RUN_TIMEOUT:-170}
 sys_path=$OMPI_MCA_mca_base_component_path
 COMPONENT="$PWD/build/component"
