@@ -64,33 +64,15 @@ template <class F> double mean_us(int reps, F f)
     return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / reps;
 }
 
-int main(int argc, char **argv)
+// An empty kernel with a stream sync, and one that sets a host-mapped flag
+// the host spins on instead.
+void kernel_floor(int reps, cudaStream_t s, unsigned *flag, unsigned &v, const Big &big)
 {
-    int reps = argc > 1 ? std::atoi(argv[1]) : 20000;
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        std::printf("no GPU\n");
-        return 77;
-    }
-    cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    cudaStream_t s;
-    CHECK(cudaStreamCreate(&s));
-    unsigned *flag;
-    CHECK(cudaHostAlloc((void **)&flag, sizeof *flag, cudaHostAllocMapped));
-    *flag = 0;
-    void *dev;
-    CHECK(cudaMalloc(&dev, 1 << 20));
-    Big big{};
-
-    std::printf("# gpucoll-floor on %s, %d repetitions, us per call\n", prop.name, reps);
     double sync = mean_us(reps, [&](int) {
         empty_kernel<<<1, 32, 0, s>>>(big);
         CHECK(cudaStreamSynchronize(s));
     });
     std::printf("launch+sync         %8.2f\n", sync);
-
-    unsigned v = 0;
     double fl = mean_us(reps, [&](int) {
         flag_kernel<<<1, 32, 0, s>>>(big, flag, ++v);
         while (*(volatile unsigned *)flag != v) {
@@ -98,13 +80,13 @@ int main(int argc, char **argv)
     });
     CHECK(cudaStreamSynchronize(s));
     std::printf("launch+flag         %8.2f\n", fl);
+}
 
-    cudaStream_t queued;
-    cudaEvent_t after_default;
-    CHECK(cudaStreamCreateWithFlags(&queued, cudaStreamNonBlocking));
-    CHECK(cudaEventCreateWithFlags(&after_default, cudaEventDisableTiming));
-
-    // The node's arguments change with every call, as a collective's do.
+// The graph of one kernel node whose arguments change with every call, as a
+// collective's do; then the same after the ordering on the legacy stream.
+void graph_floor(int reps, cudaStream_t s, cudaStream_t queued, cudaEvent_t after_default, unsigned *flag,
+                 unsigned &v, Big &big)
+{
     cudaGraph_t graph;
     cudaGraphNode_t node;
     cudaGraphExec_t exec;
@@ -141,6 +123,13 @@ int main(int argc, char **argv)
     std::printf("order+graph+flag    %8.2f\n", ogfl);
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphDestroy(graph));
+}
+
+// What a queued call pays at least: the event recorded on the legacy stream
+// and waited for by a non-blocking one, with and without the launch.
+void order_floor(int reps, cudaStream_t queued, cudaEvent_t after_default, unsigned *flag, unsigned &v,
+                 const Big &big)
+{
     double ofl = mean_us(reps, [&](int) {
         CHECK(cudaEventRecord(after_default, cudaStreamLegacy));
         CHECK(cudaStreamWaitEvent(queued, after_default, 0));
@@ -156,26 +145,30 @@ int main(int argc, char **argv)
     });
     CHECK(cudaStreamSynchronize(queued));
     std::printf("order (cpu)         %8.2f\n", order);
-    CHECK(cudaEventDestroy(after_default));
-    CHECK(cudaStreamDestroy(queued));
+}
 
+// Host-side costs alone: a launch, the two pointer queries.
+void host_floor(int reps, cudaStream_t s, void *dev, const Big &big)
+{
     double launch = mean_us(reps, [&](int i) {
         empty_kernel<<<1, 32, 0, s>>>(big);
         if (i % 256 == 255) CHECK(cudaStreamSynchronize(s)); // keep the queue short
     });
     CHECK(cudaStreamSynchronize(s));
     std::printf("launch (cpu)        %8.2f\n", launch);
-
     CUmemorytype mt;
     double q = mean_us(reps, [&](int) {
         cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)dev);
     });
     std::printf("pointer query       %8.2f\n", q);
-
     cudaPointerAttributes attr;
     double pa = mean_us(reps, [&](int) { CHECK(cudaPointerGetAttributes(&attr, dev)); });
     std::printf("pointer attributes  %8.2f\n", pa);
+}
 
+// Device-to-device copies: 8 B on each kind of stream, then bandwidth.
+void copy_floor(int reps, cudaStream_t s)
+{
     const size_t big_bytes = 256u << 20;
     char *a, *b;
     CHECK(cudaMalloc((void **)&a, big_bytes));
@@ -211,5 +204,38 @@ int main(int argc, char **argv)
     }
     CHECK(cudaFree(a));
     CHECK(cudaFree(b));
+}
+
+int main(int argc, char **argv)
+{
+    int reps = argc > 1 ? std::atoi(argv[1]) : 20000;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        std::printf("no GPU\n");
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    cudaStream_t s, queued;
+    CHECK(cudaStreamCreate(&s));
+    CHECK(cudaStreamCreateWithFlags(&queued, cudaStreamNonBlocking));
+    cudaEvent_t after_default;
+    CHECK(cudaEventCreateWithFlags(&after_default, cudaEventDisableTiming));
+    unsigned *flag;
+    CHECK(cudaHostAlloc((void **)&flag, sizeof *flag, cudaHostAllocMapped));
+    *flag = 0;
+    void *dev;
+    CHECK(cudaMalloc(&dev, 1 << 20));
+    Big big{};
+    unsigned v = 0;
+
+    std::printf("# gpucoll-floor on %s, %d repetitions, us per call\n", prop.name, reps);
+    kernel_floor(reps, s, flag, v, big);
+    graph_floor(reps, s, queued, after_default, flag, v, big);
+    order_floor(reps, queued, after_default, flag, v, big);
+    CHECK(cudaEventDestroy(after_default));
+    CHECK(cudaStreamDestroy(queued));
+    host_floor(reps, s, dev, big);
+    copy_floor(reps, s);
     return 0;
 }
