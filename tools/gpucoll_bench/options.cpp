@@ -111,6 +111,107 @@ static bool parse_list(const std::string &s, const std::vector<T> &all, Parse pa
     return !out->empty();
 }
 
+// Options without a value. Returns false where `a` is not one.
+static bool take_flag(const std::string &a, Options *o)
+{
+    if (a == "--host") o->host = true;
+    else if (a == "--no-mpi") o->run_mpi = false;
+    else if (a == "--no-staged") o->run_staged = false;
+    else if (a == "--no-nccl") o->run_nccl = false;
+    else if (a == "--nccl-nosync") o->nccl_nosync = true;
+    else if (a == "--overlap") o->overlap = true;
+    else return false;
+    return true;
+}
+
+// What the sweep covers: sizes, collectives, types, ops, places, modes,
+// root, paths. Returns what is wrong with `v`, "" if nothing; *known: `a`
+// is one of these options.
+static std::string take_sweep_value(const std::string &a, const char *v, Options *o, bool *known)
+{
+    *known = true;
+    if (a == "-b" || a == "--minbytes") {
+        if (!parse_size(v, &o->min_bytes)) return "bad size: " + std::string(v);
+    } else if (a == "-e" || a == "--maxbytes") {
+        if (!parse_size(v, &o->max_bytes)) return "bad size: " + std::string(v);
+    } else if (a == "-f" || a == "--stepfactor") {
+        o->factor = std::atof(v);
+    } else if (a == "-C" || a == "--coll") {
+        if (!parse_list<Coll>(v, {Coll::Allreduce, Coll::ReduceScatter, Coll::Allgather,
+                                  Coll::Bcast, Coll::Reduce, Coll::Alltoall},
+                              parse_coll, &o->colls))
+            return "bad collective list: " + std::string(v);
+    } else if (a == "-d" || a == "--dtype") {
+        if (!parse_list<DType>(v, {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32},
+                               parse_dtype, &o->dtypes))
+            return "bad datatype list: " + std::string(v);
+    } else if (a == "-o" || a == "--op") {
+        if (!parse_list<Op>(v, {Op::Sum, Op::Max, Op::Min}, parse_op, &o->ops))
+            return "bad op list: " + std::string(v);
+    } else if (a == "-p" || a == "--place") {
+        std::string m = v;
+        if (m == "out") o->places = {false};
+        else if (m == "in") o->places = {true};
+        else if (m == "both") o->places = {false, true};
+        else return "bad --place (out, in or both): " + m;
+    } else if (a == "--mode") {
+        if (!parse_list<Mode>(v, {Mode::Blocking, Mode::Nonblocking, Mode::Persistent, Mode::Enqueue,
+                                  Mode::Graph},
+                              parse_mode, &o->modes))
+            return "bad mode list (blocking, nonblocking, persistent, enqueue, graph): " + std::string(v);
+    } else if (a == "-r" || a == "--root") {
+        o->root = std::atoi(v);
+    } else if (a == "--paths") {
+        o->run_mpi = o->run_staged = o->run_nccl = false;
+        for (const auto &p : split(v)) {
+            if (p == "mpi") o->run_mpi = true;
+            else if (p == "staged") o->run_staged = true;
+            else if (p == "nccl") o->run_nccl = true;
+            else return "bad path (mpi, staged, nccl): " + p;
+        }
+    } else {
+        *known = false;
+    }
+    return "";
+}
+
+// How each row runs and where results go. Returns false where `a` is not
+// one of these options.
+static bool take_run_value(const std::string &a, const char *v, Options *o)
+{
+    if (a == "--graph-calls") o->graph_calls = std::atoi(v);
+    else if (a == "-n" || a == "--iters") o->iters = std::atoi(v);
+    else if (a == "-w" || a == "--warmup") o->warmup = std::atoi(v);
+    else if (a == "-t" || a == "--time-limit") o->time_limit = std::atof(v);
+    else if (a == "-c" || a == "--check") o->check = std::atoi(v) != 0;
+    else if (a == "--csv") o->csv_file = v;
+    else if (a == "--json") o->json_file = v;
+    else if (a == "--debug-corrupt-rank") o->corrupt_rank = std::atoi(v);   // undocumented: proves checks can fail
+    else return false;
+    return true;
+}
+
+// The options together. Returns what is wrong, "" if nothing.
+static std::string check_options(Options *o)
+{
+    if (o->min_bytes == 0) o->min_bytes = 1;
+    if (o->max_bytes < o->min_bytes) return "--maxbytes is below --minbytes";
+    // element counts are passed to MPI as int: 2 GiB of fp16 is 2^30 of them
+    if (o->max_bytes > (size_t(2) << 30)) return "--maxbytes above 2G is not supported";
+    if (o->factor <= 1.0) return "--stepfactor must be > 1";
+    if (o->iters < 1 || o->warmup < 0) return "--iters must be >= 1, --warmup >= 0";
+    if (o->time_limit <= 0) return "--time-limit must be > 0";
+    if (o->root < 0) return "--root must be >= 0";
+    if (o->graph_calls < 1 || o->graph_calls > 100) return "--graph-calls must be in 1..100";
+    auto has_mode = [&](Mode m) { return std::find(o->modes.begin(), o->modes.end(), m) != o->modes.end(); };
+    if (has_mode(Mode::Persistent) && !mpi_persistent_supported())
+        return "--mode persistent: this MPI library has no persistent collectives "
+               "(neither MPI-4's MPI_<coll>_init nor Open MPI's MPIX_<coll>_init in mpi-ext.h)";
+    if (o->overlap && !has_mode(Mode::Nonblocking))
+        return "--overlap measures nonblocking calls: add nonblocking to --mode";
+    return "";
+}
+
 bool parse_options(int argc, char **argv, Options *o, bool quiet, int *exit_code)
 {
     auto fail = [&](const std::string &msg) {
@@ -119,104 +220,20 @@ bool parse_options(int argc, char **argv, Options *o, bool quiet, int *exit_code
         return false;
     };
     for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto value = [&](const char **v) {
-            if (i + 1 >= argc) return false;
-            *v = argv[++i];
-            return true;
-        };
-        const char *v = nullptr;
+        const std::string a = argv[i];
         if (a == "-h" || a == "--help") {
             if (!quiet) std::fputs(kUsage, stdout);
             *exit_code = 0;
             return false;
-        } else if (a == "--host") {
-            o->host = true;
-        } else if (a == "--no-mpi") {
-            o->run_mpi = false;
-        } else if (a == "--no-staged") {
-            o->run_staged = false;
-        } else if (a == "--no-nccl") {
-            o->run_nccl = false;
-        } else if (a == "--nccl-nosync") {
-            o->nccl_nosync = true;
-        } else if (a == "--overlap") {
-            o->overlap = true;
-        } else if (!value(&v)) {
-            return fail("unknown option or missing value: " + a);
-        } else if (a == "-b" || a == "--minbytes") {
-            if (!parse_size(v, &o->min_bytes)) return fail("bad size: " + std::string(v));
-        } else if (a == "-e" || a == "--maxbytes") {
-            if (!parse_size(v, &o->max_bytes)) return fail("bad size: " + std::string(v));
-        } else if (a == "-f" || a == "--stepfactor") {
-            o->factor = std::atof(v);
-        } else if (a == "-C" || a == "--coll") {
-            if (!parse_list<Coll>(v, {Coll::Allreduce, Coll::ReduceScatter, Coll::Allgather,
-                                      Coll::Bcast, Coll::Reduce, Coll::Alltoall},
-                                  parse_coll, &o->colls))
-                return fail("bad collective list: " + std::string(v));
-        } else if (a == "-d" || a == "--dtype") {
-            if (!parse_list<DType>(v, {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32},
-                                   parse_dtype, &o->dtypes))
-                return fail("bad datatype list: " + std::string(v));
-        } else if (a == "-o" || a == "--op") {
-            if (!parse_list<Op>(v, {Op::Sum, Op::Max, Op::Min}, parse_op, &o->ops))
-                return fail("bad op list: " + std::string(v));
-        } else if (a == "-p" || a == "--place") {
-            std::string m = v;
-            if (m == "out") o->places = {false};
-            else if (m == "in") o->places = {true};
-            else if (m == "both") o->places = {false, true};
-            else return fail("bad --place (out, in or both): " + m);
-        } else if (a == "--mode") {
-            if (!parse_list<Mode>(v, {Mode::Blocking, Mode::Nonblocking, Mode::Persistent, Mode::Enqueue,
-                                      Mode::Graph},
-                                  parse_mode, &o->modes))
-                return fail("bad mode list (blocking, nonblocking, persistent, enqueue, graph): " + std::string(v));
-        } else if (a == "--graph-calls") {
-            o->graph_calls = std::atoi(v);
-        } else if (a == "-r" || a == "--root") {
-            o->root = std::atoi(v);
-        } else if (a == "-n" || a == "--iters") {
-            o->iters = std::atoi(v);
-        } else if (a == "-w" || a == "--warmup") {
-            o->warmup = std::atoi(v);
-        } else if (a == "-t" || a == "--time-limit") {
-            o->time_limit = std::atof(v);
-        } else if (a == "--paths") {
-            o->run_mpi = o->run_staged = o->run_nccl = false;
-            for (const auto &p : split(v)) {
-                if (p == "mpi") o->run_mpi = true;
-                else if (p == "staged") o->run_staged = true;
-                else if (p == "nccl") o->run_nccl = true;
-                else return fail("bad path (mpi, staged, nccl): " + p);
-            }
-        } else if (a == "-c" || a == "--check") {
-            o->check = std::atoi(v) != 0;
-        } else if (a == "--csv") {
-            o->csv_file = v;
-        } else if (a == "--json") {
-            o->json_file = v;
-        } else if (a == "--debug-corrupt-rank") {
-            o->corrupt_rank = std::atoi(v);   // undocumented: proves checks can fail
-        } else {
-            return fail("unknown option: " + a);
         }
+        if (take_flag(a, o)) continue;
+        if (i + 1 >= argc) return fail("unknown option or missing value: " + a);
+        const char *v = argv[++i];
+        bool known = false;
+        const std::string err = take_sweep_value(a, v, o, &known);
+        if (!err.empty()) return fail(err);
+        if (!known && !take_run_value(a, v, o)) return fail("unknown option: " + a);
     }
-    if (o->min_bytes == 0) o->min_bytes = 1;
-    if (o->max_bytes < o->min_bytes) return fail("--maxbytes is below --minbytes");
-    // element counts are passed to MPI as int: 2 GiB of fp16 is 2^30 of them
-    if (o->max_bytes > (size_t(2) << 30)) return fail("--maxbytes above 2G is not supported");
-    if (o->factor <= 1.0) return fail("--stepfactor must be > 1");
-    if (o->iters < 1 || o->warmup < 0) return fail("--iters must be >= 1, --warmup >= 0");
-    if (o->time_limit <= 0) return fail("--time-limit must be > 0");
-    if (o->root < 0) return fail("--root must be >= 0");
-    if (o->graph_calls < 1 || o->graph_calls > 100) return fail("--graph-calls must be in 1..100");
-    auto has_mode = [&](Mode m) { return std::find(o->modes.begin(), o->modes.end(), m) != o->modes.end(); };
-    if (has_mode(Mode::Persistent) && !mpi_persistent_supported())
-        return fail("--mode persistent: this MPI library has no persistent collectives "
-                    "(neither MPI-4's MPI_<coll>_init nor Open MPI's MPIX_<coll>_init in mpi-ext.h)");
-    if (o->overlap && !has_mode(Mode::Nonblocking))
-        return fail("--overlap measures nonblocking calls: add nonblocking to --mode");
-    return true;
+    const std::string err = check_options(o);
+    return err.empty() ? true : fail(err);
 }
