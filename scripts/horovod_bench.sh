@@ -15,6 +15,8 @@
 # .device/ as .device/README.md says. Options (environment):
 #   NP=4                      ranks of the benchmark (at most one per GPU)
 #   NPS="2 4"                 rank counts of the check
+#   CHECK_BUILD=mpi           the MPI build's settings for the check, as in BUILDS (e.g.
+#                             mpi+order=none+max_blocks=32)
 #   MODELS="resnet50 vgg16"   models of the benchmark, each fp32 and --fp16-allreduce
 #   BUILDS="nccl mpi+order=none+max_blocks=32 mpi"  which builds the bench phase runs (split it across calls if need be);
 #                             mpi-tcN: the MPI build with coll_gpu_thread_calls N (mpi: THREAD_CALLS);
@@ -37,7 +39,7 @@ source .device/mpi-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 HVD_DIR=${HVD_DIR:-.hvd}
 SRC=/tmp/hvd-src RES=/tmp/hvd-bench
-NP=${NP:-4} NPS=${NPS:-"2 4"} MODELS=${MODELS:-"resnet50 vgg16"} BUILDS=${BUILDS:-"nccl mpi+order=none+max_blocks=32 mpi"}
+NP=${NP:-4} NPS=${NPS:-"2 4"} CHECK_BUILD=${CHECK_BUILD:-mpi} MODELS=${MODELS:-"resnet50 vgg16"} BUILDS=${BUILDS:-"nccl mpi+order=none+max_blocks=32 mpi"}
 WARMUP=${WARMUP:-5} BATCHES=${BATCHES:-10} ITERS=${ITERS:-5} BATCH=${BATCH:-32} RUN_TIMEOUT=${RUN_TIMEOUT:-170}
 sys_path=$OMPI_MCA_mca_base_component_path
 COMPONENT="$PWD/build/component"
@@ -110,10 +112,10 @@ phase_check() {
   local rc=0 np
   for np in $NPS; do
     local log="$OUT/horovod_check_np$np.log" t0=$SECONDS
-    hvd_run 280 mpi "$np" --mca coll_gpu_verbose 10 python3 scripts/horovod_check.py > "$log" 2>&1
+    hvd_run 280 "$CHECK_BUILD" "$np" --mca coll_gpu_verbose 10 python3 scripts/horovod_check.py > "$log" 2>&1
     local r=$?
     grep -q "coll:gpu: enabled on" "$log" || { echo "np $np: coll/gpu was not selected (see $log)"; r=1; }
-    echo "== horovod_check np $np: rc $r, $((SECONDS - t0)) s"
+    echo "== horovod_check np $np ($CHECK_BUILD): rc $r, $((SECONDS - t0)) s"
     sed -n '/^horovod_check:/,$p' "$log" | grep -v "pcompress" | head -40
     grep -E "MISMATCH|ERROR|Traceback|Segmentation|signal" "$log" | head -10
     [ $r -eq 0 ] || rc=1
