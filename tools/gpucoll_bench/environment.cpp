@@ -8,6 +8,10 @@
 
 #include "check.hpp"
 
+#if defined(OPEN_MPI)
+#include <mpi-ext.h>
+#endif
+
 // Returns "loaded (coll_gpu_path = auto)" or why not: coll/gpu registers its
 // MCA parameters, visible as MPI_T control variables, when Open MPI loads it.
 std::string coll_gpu_status()
@@ -101,4 +105,13 @@ bool all_on_one_gpu(int dev, int local_size, int nranks)
     // one allreduce gives the smallest id and, negated, the largest
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, id, 2, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD));
     return local_size == nranks && id[0] == -id[1];
+}
+
+bool mpi_cuda_aware()
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support() == 1;
+#else
+    return false;
+#endif
 }

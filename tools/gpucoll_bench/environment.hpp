@@ -23,3 +23,8 @@ std::vector<std::string> describe_ranks(bool device, int dev, MPI_Comm comm, int
 // True on every rank when all ranks run on one GPU (one node, one PCI
 // address; several ranks under MPS). Collective over MPI_COMM_WORLD.
 bool all_on_one_gpu(int dev, int local_size, int nranks);
+
+// Whether the MPI library takes device pointers itself (Open MPI built with
+// CUDA). Without that and without coll/gpu, collectives on device buffers
+// read them on the host and crash.
+bool mpi_cuda_aware();

@@ -122,6 +122,21 @@ NcclPath *open_nccl(const Options &opt, const Place &p, std::string *note)
     return nccl_create(MPI_COMM_WORLD);
 }
 
+// Whether the mpi and staged paths can take device buffers: coll/gpu loaded,
+// or an MPI that is CUDA-aware itself; otherwise they would crash, so they
+// are left out (rank 0 says why). Alike on every rank.
+bool mpi_paths_usable(const Place &p)
+{
+    if (!p.device) return true;
+    int ok = coll_gpu_status().rfind("loaded", 0) == 0 || mpi_cuda_aware(), all = 0;
+    MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (!all && p.rank == 0)
+        std::fprintf(stderr, "gpucoll-bench: coll/gpu is not loaded and this MPI is not CUDA-aware: the mpi and "
+                             "staged paths would crash on device buffers, so they do not run (put coll/gpu's folder "
+                             "first on OMPI_MCA_mca_base_component_path: Open MPI 4.1 stops at a missing folder)\n");
+    return all != 0;
+}
+
 // Why coll_gpu_stream_init failed, for the header and stderr.
 std::string stream_init_failure(int rc, int nfailed, int nranks)
 {
@@ -258,6 +273,57 @@ void summarize(const Options &opt, unsigned long long total_errors, const Skips 
         std::printf("# %llu enqueue/graph rows not made: enqueued calls refused (the '# skipped' lines)\n", skips.rows);
 }
 
+// The paths the options ask for that can run here.
+std::vector<Path> make_paths(const Options &opt, const Place &p, MPI_Comm staged, NcclPath *nccl, bool stream_ok)
+{
+    std::vector<Path> paths;
+    const bool mpi_ok = mpi_paths_usable(p);
+    if (opt.run_mpi && mpi_ok) paths.push_back({"mpi", Kind::Mpi, MPI_COMM_WORLD, stream_ok});
+    if (opt.run_staged && mpi_ok) paths.push_back({"staged", Kind::Mpi, staged, false});
+    if (nccl && opt.run_nccl) paths.push_back({"nccl", Kind::Nccl, MPI_COMM_NULL, true});
+    if (nccl && opt.nccl_nosync) paths.push_back({"nccl-nosync", Kind::NcclNoSync, MPI_COMM_NULL, false});
+    if (paths.empty() && p.rank == 0) std::fprintf(stderr, "gpucoll-bench: no path left to run\n");
+    return paths;
+}
+
+// Everything after the options and the GPU are settled. Returns the exit
+// code: 1 where a result was wrong, 2 where no path could run.
+int run_bench(const Options &opt, const Place &p, int argc, char **argv)
+{
+    const std::vector<std::string> where = describe_ranks(p.device, p.dev, MPI_COMM_WORLD, p.rank, p.nranks);
+    Notes notes;
+    const size_t copy_bytes = size_t(256) << 20;
+    const double copy_rate = hbm_copy_rate(p, copy_bytes, &notes.hbm);
+    bench_mpi_types_init();
+    MPI_Comm staged = staged_comm();
+    NcclPath *nccl = open_nccl(opt, p, &notes.nccl);
+    cudaStream_t stream = nullptr;
+    const bool stream_ok = open_stream(opt, p, &stream, &notes.stream);
+    const std::vector<Path> paths = make_paths(opt, p, staged, nccl, stream_ok);
+    int code = 2;
+    if (!paths.empty()) {
+        std::unique_ptr<Report> report;
+        if (p.rank == 0) report = open_report(opt, p, notes, argc, argv, where, copy_rate, copy_bytes);
+        Buffers buf(p.device, opt.max_bytes);
+        Host host(opt.max_bytes);
+        Skips skips;
+        Context x{opt, p.rank, p.nranks, buf, host, nccl, copy_rate, stream, &skips};
+        const double start = MPI_Wtime();
+        const unsigned long long total_errors = run_sweep(x, paths, report.get(), start);
+        progress(opt, p.rank, "", MPI_Wtime() - start, false, true);
+        if (p.rank == 0) {
+            summarize(opt, total_errors, skips, MPI_Wtime() - start);
+            report.reset();   // closes the files
+        }
+        code = total_errors ? 1 : 0;
+    }
+    nccl_destroy(nccl);
+    if (stream) cudaStreamDestroy(stream);
+    MPI_Comm_free(&staged);
+    bench_mpi_types_free();
+    return code;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -278,45 +344,8 @@ int main(int argc, char **argv)
         code = 2;
     }
     Place p;
-    if (code || (code = place_rank(opt, &p)) != 0) {
-        MPI_Finalize();
-        return code;
-    }
-    const std::vector<std::string> where = describe_ranks(p.device, p.dev, MPI_COMM_WORLD, p.rank, p.nranks);
-    Notes notes;
-    const size_t copy_bytes = size_t(256) << 20;
-    const double copy_rate = hbm_copy_rate(p, copy_bytes, &notes.hbm);
-    bench_mpi_types_init();
-    MPI_Comm staged = staged_comm();
-    NcclPath *nccl = open_nccl(opt, p, &notes.nccl);
-    cudaStream_t stream = nullptr;
-    const bool stream_ok = open_stream(opt, p, &stream, &notes.stream);
-
-    std::vector<Path> paths;
-    if (opt.run_mpi) paths.push_back({"mpi", Kind::Mpi, MPI_COMM_WORLD, stream_ok});
-    if (opt.run_staged) paths.push_back({"staged", Kind::Mpi, staged, false});
-    if (nccl && opt.run_nccl) paths.push_back({"nccl", Kind::Nccl, MPI_COMM_NULL, true});
-    if (nccl && opt.nccl_nosync) paths.push_back({"nccl-nosync", Kind::NcclNoSync, MPI_COMM_NULL, false});
-    std::unique_ptr<Report> report;
-    if (p.rank == 0) report = open_report(opt, p, notes, argc, argv, where, copy_rate, copy_bytes);
-
-    Buffers buf(p.device, opt.max_bytes);
-    Host host(opt.max_bytes);
-    Skips skips;
-    Context x{opt, p.rank, p.nranks, buf, host, nccl, copy_rate, stream, &skips};
-    const double start = MPI_Wtime();
-    const unsigned long long total_errors = run_sweep(x, paths, report.get(), start);
-    progress(opt, p.rank, "", MPI_Wtime() - start, false, true);
-    if (p.rank == 0) {
-        summarize(opt, total_errors, skips, MPI_Wtime() - start);
-        report.reset();   // closes the files
-    }
-
-    nccl_destroy(nccl);
-    if (stream) cudaStreamDestroy(stream);
-    MPI_Comm_free(&staged);
-    MPI_Comm_free(&p.node);
-    bench_mpi_types_free();
+    if (!code && (code = place_rank(opt, &p)) == 0) code = run_bench(opt, p, argc, argv);
+    if (p.node != MPI_COMM_NULL) MPI_Comm_free(&p.node);
     MPI_Finalize();
-    return total_errors ? 1 : 0;
+    return code;
 }
