@@ -94,6 +94,19 @@ gpucoll_status_t ResidentKernel::launch(PeerArgs &k, uint64_t key, gpucoll_dtype
     return GPUCOLL_SUCCESS;
 }
 
+// The kernel's stream is idle with the call not done. A kernel that left
+// just before the doorbell rang never serves it: launched anew. A kernel
+// launched for this very call that ended without it is an error.
+gpucoll_status_t ResidentKernel::relaunch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op,
+                                          int blocks, int threads, bool *resident)
+{
+    live_ = false;
+    if (!*resident) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a launched kernel ended without its call done");
+    *resident = false;
+    reused--;
+    return launch(k, key, dtype, op, blocks, threads, false);
+}
+
 gpucoll_status_t ResidentKernel::run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
                                      int idle_us, int timeout_ms)
 {
@@ -134,19 +147,10 @@ gpucoll_status_t ResidentKernel::run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_
             return GPUCOLL_SUCCESS;
         }
         if (spin % 1024) continue;
-        // A kernel that left just before the doorbell rang never serves it:
-        // once its stream is idle with the call not done, launch it anew.
         gpuError_t e = gpuStreamQuery(stream_);
         if (e == gpuSuccess) {
             if (all_done(blocks)) return GPUCOLL_SUCCESS;
-            if (!resident) {
-                live_ = false;
-                return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a launched kernel ended without its call done");
-            }
-            resident = false;
-            live_ = false;
-            reused--;
-            if ((st = launch(k, key, dtype, op, blocks, threads, false)) != GPUCOLL_SUCCESS) return st;
+            if ((st = relaunch(k, key, dtype, op, blocks, threads, &resident)) != GPUCOLL_SUCCESS) return st;
         } else if (e != gpuErrorNotReady) {
             live_ = false;
             return gpu_error("resident kernel", e);

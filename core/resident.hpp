@@ -43,6 +43,8 @@ class ResidentKernel {
     using Clock = std::chrono::steady_clock;
     gpucoll_status_t launch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
                             int threads, bool after_user_work);
+    gpucoll_status_t relaunch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
+                              int threads, bool *resident);
     void post_doorbell();
     bool all_done(int blocks) const; // every block has reported call seq_
 
