@@ -398,9 +398,12 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     // caller's work there, as the kernel is, and never behind our queue
     // (its stream does not wait for that one).
     gpucoll_status_t st;
-    for (const Stand *s : {&p->sbuf, &p->rbuf})
-        if (s->temp && s->in_bytes && (st = gpucoll_copy(s->temp->ptr, s->user, s->in_bytes)) != GPUCOLL_SUCCESS)
-            return abandon_call(t, st);
+    bool copied_in = false;
+    for (const Stand *s : {&p->sbuf, &p->rbuf}) {
+        if (!s->temp || !s->in_bytes) continue;
+        if ((st = gpucoll_copy(s->temp->ptr, s->user, s->in_bytes)) != GPUCOLL_SUCCESS) return abandon_call(t, st);
+        copied_in = true;
+    }
     p->launches++;
     if (p->slot >= 0 && !p->zero_copy) zero_copy_from_now(p);
     const Plan *plan = &p->plan;
@@ -417,7 +420,10 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     PeerArgs k = launch_args(p, *plan);
     p->done_value = k.done_value;
     gpuError_t e;
-    if (cfg.order == GPUCOLL_ORDER_AFTER_DEFAULT_STREAM &&
+    // A copy into a stand-in may still be landing when the copy call returns
+    // (device to device; the DMA of pageable host memory): with order none
+    // too the kernel must start after it.
+    if ((cfg.order == GPUCOLL_ORDER_AFTER_DEFAULT_STREAM || copied_in) &&
         ((e = gpuEventRecord(t->queued_after_default, nullptr)) != gpuSuccess ||
          (e = gpuStreamWaitEvent(t->queued_stream, t->queued_after_default, 0)) != gpuSuccess))
         return abandon_call(t, gpu_error("ordering after the default stream", e));

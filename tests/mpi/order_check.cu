@@ -8,7 +8,9 @@
  * default stream would wait for a kernel that waits for it: the spinner
  * gives up after GIVE_UP_S seconds, so such a collective returns after the
  * spinner has ended, which the test reports (no hang, no kernel left
- * spinning at exit). Every result is checked. Each call shape runs once
+ * spinning at exit). Every result is checked; nonblocking and persistent
+ * calls on pageable host buffers (device stand-ins on the GPU path) are
+ * checked too. Each call shape runs once
  * before the spinner (setting up the team and mapping the buffers may wait
  * for the device; the rule is about the calls after).
  *   order_check [--threads]   (MPI_THREAD_MULTIPLE with --threads)
@@ -17,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -158,6 +161,40 @@ void check_shape(Flags *flags, Mode m, bool bcast, float *sbuf, float *rbuf, siz
     end_part();
 }
 
+// Host buffers (pageable) in a nonblocking or persistent call: once the GPU
+// path is set up they run on it through device stand-ins, whose copy-in can
+// still be landing when the copy returns. With order none the kernel must
+// still start after it: a kernel that read the stand-in early gives a wrong
+// sum. No spinner here: that copy waits for the legacy stream by design.
+void check_host_shape(Mode m, bool bcast, size_t n)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s %s of %zu floats in host memory", mode_name[m], bcast ? "bcast" : "allreduce", n);
+    begin_part(what);
+    float *sbuf = (float *)malloc(n * sizeof(float)), *rbuf = (float *)malloc(n * sizeof(float));
+    float *in = bcast ? rbuf : sbuf;
+    for (size_t i = 0; i < n; i++) {
+        in[i] = (float)((rank + 1) * ((i % 7) + 1));
+        if (!bcast) rbuf[i] = 0;
+    }
+    run(m, bcast, sbuf, rbuf, n);
+    checks++;
+    const int root = 1 % size;
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        float mult = (float)((i % 7) + 1);
+        if (rbuf[i] != (bcast ? (root + 1) * mult : mult * (float)(size * (size + 1) / 2))) wrong++;
+    }
+    if (wrong) {
+        snprintf(what + strlen(what), sizeof what - strlen(what), ": %zu wrong elements", wrong);
+        fail(what);
+    }
+    free(sbuf);
+    free(rbuf);
+    MPI_Barrier(MPI_COMM_WORLD);
+    end_part();
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -201,6 +238,8 @@ int main(int argc, char **argv)
     for (int m = Blocking; m <= last; m++)
         for (size_t n : {(size_t)1000, big})
             for (bool bcast : {false, true}) check_shape(flags, (Mode)m, bcast, sbuf, rbuf, n);
+    for (int m = Nonblocking; m <= last; m++)
+        for (bool bcast : {false, true}) check_host_shape((Mode)m, bcast, big);
     int status = test_tally(failures, checks, "order_check (%d ranks%s)", size, threads ? ", threads" : "");
     cudaFree(sbuf);
     cudaFree(rbuf);
