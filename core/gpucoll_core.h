@@ -41,9 +41,16 @@ int gpucoll_current_gpu_key(void);
 /* Where `ptr` lives. Cheap (one driver query), never initialises the GPU:
  * while the application has not initialised it, every pointer is host. */
 gpucoll_mem_kind_t gpucoll_mem_kind(const void *ptr);
-/* Synchronous copy between any two of host, device and managed memory.
- * Ordered after work queued on the legacy default stream. */
+/* Copy between any two of host, device and managed memory, on the legacy
+ * default stream (ordered after the work queued there). Returns once `src`
+ * may be reused and a host `dst` holds the bytes; into device or managed
+ * memory the bytes may still be landing (a copy from device memory, the DMA
+ * from pageable host memory): order GPU work after it on the legacy stream,
+ * or use gpucoll_copy_landed. */
 gpucoll_status_t gpucoll_copy(void *dst, const void *src, size_t bytes);
+/* gpucoll_copy, returning only once `dst` holds the bytes: for results a
+ * call then reports as there. */
+gpucoll_status_t gpucoll_copy_landed(void *dst, const void *src, size_t bytes);
 /* Page-locked host memory from a bounded cache (config.staging_cache_bytes).
  * Returns NULL (with a reason) if it cannot be had. */
 void *gpucoll_host_alloc(size_t bytes);

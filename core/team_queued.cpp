@@ -492,7 +492,7 @@ int plan_test_body(gpucoll_plan *p, gpucoll_status_t *status)
     const gpucoll_status_t args = queued_call_status(t, p->qseq);
     if (args != GPUCOLL_SUCCESS) st = args;
     if (st == GPUCOLL_SUCCESS && p->rbuf.temp && p->rbuf.out_bytes)
-        st = gpucoll_copy(p->rbuf.user, p->rbuf.temp->ptr, p->rbuf.out_bytes);
+        st = gpucoll_copy_landed(p->rbuf.user, p->rbuf.temp->ptr, p->rbuf.out_bytes);
     p->status = *status = st;
     return 1;
 }

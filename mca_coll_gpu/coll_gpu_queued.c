@@ -68,7 +68,7 @@ static int pack_run(coll_gpu_pack_t *p, bool packing)
     int rc = OMPI_SUCCESS;
     if (copy) {
         if (!packing) {
-            gpucoll_status_t s = gpucoll_copy(p->user + gap, copy, (size_t)span);
+            gpucoll_status_t s = gpucoll_copy_landed(p->user + gap, copy, (size_t)span);
             if (s != GPUCOLL_SUCCESS) rc = coll_gpu_error(s, "copying an unpacked buffer back to the device");
         }
         free(copy);

@@ -195,8 +195,12 @@ int coll_gpu_stage_release(coll_gpu_stage_t *st, int rc)
     for (int i = 0; i < st->n; i++) {
         stage_buf_t *b = &st->buf[i];
         if (rc == OMPI_SUCCESS && b->out_hi > b->out_lo) {
-            gpucoll_status_t s = gpucoll_copy(b->user + b->out_lo, b->host + (b->out_lo - b->lo),
-                                              (size_t)(b->out_hi - b->out_lo));
+            /* From page-locked memory the copy has landed when it returns;
+             * from pageable memory its DMA may still be running. */
+            void *dst = b->user + b->out_lo;
+            const void *src = b->host + (b->out_lo - b->lo);
+            size_t n = (size_t)(b->out_hi - b->out_lo);
+            gpucoll_status_t s = b->pageable ? gpucoll_copy_landed(dst, src, n) : gpucoll_copy(dst, src, n);
             if (s != GPUCOLL_SUCCESS) rc = coll_gpu_error(s, "copying a result back to the device");
         }
         host_free(b->host, (size_t)(b->hi - b->lo), b->pageable);
