@@ -75,21 +75,12 @@ extern "C" gpucoll_status_t gpucoll_copy(void *dst, const void *src, size_t byte
 
 extern "C" gpucoll_status_t gpucoll_copy_landed(void *dst, const void *src, size_t bytes)
 {
-    gpucoll_status_t st = gpucoll_copy(dst, src, bytes);
-    if (st != GPUCOLL_SUCCESS || bytes == 0 || !gpu_port_driver_present() || gpucoll_mem_kind(dst) == GPUCOLL_MEM_HOST)
-        return st;
-    // An event after the copy on the legacy stream: it holds the copy and
-    // what came before it (which a copy from pageable memory waited for anyway).
-    gpuEvent_t ev = nullptr;
-    gpuError_t e = gpuEventCreateWithFlags(&ev, gpuEventDisableTiming);
-    if (e == gpuSuccess && (e = gpuEventRecord(ev, nullptr)) == gpuSuccess) e = gpuEventSynchronize(ev);
-    if (ev) gpuEventDestroy(ev);
-    if (e != gpuSuccess) {
-        (void)gpuGetLastError();
-        return gpucoll_fail(GPUCOLL_ERR_GPU, "waiting for a copy of %zu bytes to %p: %s", bytes, dst,
-                            gpuGetErrorString(e));
-    }
-    return GPUCOLL_SUCCESS;
+    // Into host memory the plain copy has landed when it returns; into the
+    // device, the one-rank copy's stream (ordered after the legacy stream's
+    // work, synchronised) waits for it.
+    if (bytes == 0 || !gpu_port_driver_present() || gpucoll_mem_kind(dst) == GPUCOLL_MEM_HOST)
+        return gpucoll_copy(dst, src, bytes);
+    return gpucoll_local_copy(dst, src, bytes);
 }
 
 extern "C" void *gpucoll_host_alloc(size_t bytes)

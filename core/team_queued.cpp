@@ -394,9 +394,9 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
                             "an earlier peer kernel of this communicator failed; its GPU path is out of step");
     DeviceGuard g(t->device);
     t->resident.retire(); // it would hold SMs this kernel may need
-    // Synchronous copies on the legacy default stream: ordered after the
-    // caller's work there, as the kernel is, and never behind our queue
-    // (its stream does not wait for that one).
+    // Copies on the legacy default stream: ordered after the caller's work
+    // there, and never behind our queue (its stream does not wait for that
+    // one); the kernel is ordered after them below.
     gpucoll_status_t st;
     bool copied_in = false;
     for (const Stand *s : {&p->sbuf, &p->rbuf}) {
