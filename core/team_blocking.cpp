@@ -72,7 +72,7 @@ struct Blocking {
     bool all_direct = false;         // every rank's buffers mapped: zero-copy
     bool timed = true;               // not the call that set the team's GPU up (milliseconds)
     const char *peer_src[kMaxPeers] = {}, *peer_dst[kMaxPeers] = {};
-    Clock::time_point t_start, t_verdict, t_agreed, t_launched;
+    Clock::time_point t_start, t_verdict, t_entered, t_agreed, t_launched;
 };
 
 // Descriptors of this rank's buffers for the peers to map; false if either
@@ -243,16 +243,34 @@ gpucoll_status_t step_start_wait(gpucoll_team *t, Blocking &c, PeerArgs &k)
     return wait_kernel_done(t, ++t->kernels_launched, t->stream);
 }
 
+// At verbose >= 30, one line per call: where a framework's calls lose
+// time (waiting for the last rank to arrive, mapping, or the kernel) shows
+// only call by call, since calls of every size share the team's means.
+void trace_call(const gpucoll_team *t, const Blocking &c, Clock::time_point now)
+{
+    auto us = [](Clock::time_point a, Clock::time_point b) {
+        return std::chrono::duration<double, std::micro>(b - a).count();
+    };
+    fprintf(stderr,
+            "coll:gpu: rank %d: call %llu kind %d %zu bytes %s%s: verdict %.1f, agreement %.1f, map+plan %.1f, "
+            "launch %.1f, kernel+wait %.1f us\n",
+            t->rank, (unsigned long long)c.seq, (int)c.a.kind, c.a.count * c.elt, algo_name(c.plan.algo),
+            c.all_direct ? " (zero-copy)" : "", us(c.t_start, c.t_verdict), us(c.t_verdict, c.t_entered),
+            us(c.t_entered, c.t_agreed), us(c.t_agreed, c.t_launched), us(c.t_launched, now));
+}
+
 void record_timing(gpucoll_team *t, const Blocking &c)
 {
     if (!c.timed) return;
     auto &tm = t->timing;
     auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+    const Clock::time_point now = Clock::now();
     tm.calls++;
     tm.verdict += secs(c.t_start, c.t_verdict);
     tm.agree += secs(c.t_verdict, c.t_agreed);
     tm.launch += secs(c.t_agreed, c.t_launched);
-    tm.wait += secs(c.t_launched, Clock::now());
+    tm.wait += secs(c.t_launched, now);
+    if (config().verbose >= 30) trace_call(t, c, now);
 }
 
 gpucoll_status_t step_complete(gpucoll_team *t, Blocking &c)
@@ -303,6 +321,7 @@ gpucoll_status_t run_blocking(gpucoll_team_t *t, const gpucoll_coll_args_t *args
     step_verdict(t, c);
     c.t_verdict = Clock::now();
     if ((st = step_agree(t, c)) != GPUCOLL_SUCCESS) return st;
+    c.t_entered = Clock::now();
     if (c.empty) return GPUCOLL_SUCCESS; // every rank's is: nothing to run
     // Outlives the kernel on every return path: another thread's call may
     // not close these mappings under it.

@@ -123,7 +123,7 @@ static const gpu_param_t gpu_params[] = {
              "below unless raised above this (docs/ompi_versions.md)"},
     {.name = "verbose", COMP_INT(verbose), .level = OPAL_INFO_LVL_9, .def.i = 0,
      .help = "Verbosity: 0 silent, 10 selection and why coll/gpu stepped aside, 20 path per call, "
-             "50 everything"},
+             "30 a timed line per blocking peer-path call (agreement, mapping, launch, kernel), 50 everything"},
     {.name = "enable", COMP_BOOL(enable), .level = OPAL_INFO_LVL_2, .def.b = true,
      .help = "Enable coll/gpu (false: it never selects itself)"},
     {.name = "select_without_gpu", COMP_BOOL(select_without_gpu), .level = OPAL_INFO_LVL_9, .def.b = false,

@@ -29,6 +29,8 @@
 #   THREAD_CALLS=1            coll_gpu_thread_calls of the MPI build's runs (Horovod makes every
 #                             collective from one background thread; 8, the default, cuts grids to
 #                             1/8 of the SMs)
+#   VERBOSE=10                coll_gpu_verbose of the MPI builds' bench runs (30: a timed line per
+#                             blocking call, into the run's log)
 #   TIMELINE=1                each bench run writes Horovod's timeline (rank 0) to
 #                             $OUT/timeline_BUILD_MODEL_MODE.json; scripts/horovod_timeline.py
 #                             then says where the time went, builds side by side
@@ -140,7 +142,7 @@ bench_one() { # build model fp16(0|1)
   local build=$1 model=$2 fp16=$3 mode=fp32 flag=""
   [ "$fp16" = 1 ] && mode=fp16-allreduce && flag=--fp16-allreduce
   local log="$OUT/bench_${build}_${model}_$mode.log" t0=$SECONDS verbose=""
-  [ "${build%%[-+]*}" = mpi ] && verbose="--mca coll_gpu_verbose 10"
+  [ "${build%%[-+]*}" = mpi ] && verbose="--mca coll_gpu_verbose ${VERBOSE:-10}"
   [ -n "${TIMELINE:-}" ] && verbose="$verbose -x HOROVOD_TIMELINE=$OUT/timeline_${build}_${model}_$mode.json"
   hvd_run "$RUN_TIMEOUT" "$build" "$NP" $verbose python3 "$SRC/horovod-src/examples/pytorch/pytorch_synthetic_benchmark.py" \
     --model "$model" --batch-size "$BATCH" --num-warmup-batches "$WARMUP" --num-batches-per-iter "$BATCHES" \
