@@ -7,6 +7,7 @@ void gpucoll_config_fill_defaults(gpucoll_config_t *c)
     if (!c->staging_cache_bytes) c->staging_cache_bytes = GPUCOLL_DEFAULT_STAGING_CACHE_BYTES;
     if (c->max_peers <= 0) c->max_peers = GPUCOLL_DEFAULT_MAX_PEERS;
     if (c->max_blocks <= 0) c->max_blocks = GPUCOLL_DEFAULT_MAX_BLOCKS;
+    if (c->busy_max_blocks < 0 || c->busy_max_blocks >= c->max_blocks) c->busy_max_blocks = 0;
     if (c->thread_calls <= 0) c->thread_calls = GPUCOLL_DEFAULT_THREAD_CALLS;
     if (c->kernels_at_once <= 0) c->kernels_at_once = GPUCOLL_DEFAULT_KERNELS_AT_ONCE;
     if (c->threads_per_block <= 0) c->threads_per_block = GPUCOLL_DEFAULT_THREADS;

@@ -40,6 +40,8 @@ typedef struct gpucoll_config {
     size_t staging_cache_bytes;      /* pinned host memory kept for the staged path */
     int max_peers;                   /* largest node-local group the IPC path serves */
     int max_blocks;                  /* grid size cap of the peer kernels */
+    int busy_max_blocks;             /* grid size cap of a blocking peer kernel while some rank's legacy
+                                        default stream has work pending (0: max_blocks always) */
     size_t block_bytes;              /* bytes per thread block before max_blocks caps the grid
                                         (0: each algorithm's own, see algo_select.cpp) */
     int threads_per_block;           /* made a multiple of 32 in 32..GPUCOLL_MAX_THREADS_PER_BLOCK */

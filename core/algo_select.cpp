@@ -385,7 +385,7 @@ uint64_t plan_config_fingerprint(const gpucoll_config_t &cfg)
     for (size_t v : {cfg.oneshot_max_bytes, cfg.scratch_bytes, cfg.block_bytes, cfg.direct_min_bytes,
                      cfg.resident_max_bytes, cfg.ll_max_bytes})
         f.add(v);
-    for (int v : {cfg.max_blocks, cfg.threads_per_block, cfg.direct_style, cfg.resident_us > 0 ? 1 : 0,
+    for (int v : {cfg.max_blocks, cfg.busy_max_blocks, cfg.threads_per_block, cfg.direct_style, cfg.resident_us > 0 ? 1 : 0,
                   cfg.resident_blocks, calls_at_once(cfg)})
         f.add((uint64_t)(int64_t)v);
     return f.h;

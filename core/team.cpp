@@ -37,13 +37,14 @@ using namespace gpucoll;
 
 namespace {
 
-uint64_t pack_post(uint64_t seq, bool ok, bool direct)
+uint64_t pack_post(uint64_t seq, bool ok, bool direct, bool busy)
 {
-    return seq << 16 | (ok ? 1u << 15 : 0) | (direct ? 1u << 14 : 0);
+    return seq << 16 | (ok ? 1u << 15 : 0) | (direct ? 1u << 14 : 0) | (busy ? 1u << 13 : 0);
 }
 uint64_t post_seq(uint64_t p) { return p >> 16; }
 bool post_ok(uint64_t p) { return (p >> 15) & 1; }
 bool post_direct(uint64_t p) { return (p >> 14) & 1; }
+bool post_busy(uint64_t p) { return (p >> 13) & 1; }
 
 } // namespace
 
@@ -266,7 +267,7 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
 }
 
 gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const gpucoll_coll_args_t &a,
-                                bool *all_ok, bool *all_direct)
+                                bool *all_ok, bool *all_direct, bool busy, bool *any_busy)
 {
     ShmRank &me = t->shm->ranks[t->rank];
     const int slot_of_call = (int)(seq & 1);
@@ -279,9 +280,10 @@ gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool dir
         if (st != GPUCOLL_SUCCESS) return st;
     }
     if (ok) me.key[slot_of_call] = call_key(a, t->size); // a rank that cannot never has its key read
-    me.post[slot_of_call].store(pack_post(seq, ok, direct), std::memory_order_release);
+    me.post[slot_of_call].store(pack_post(seq, ok, direct, busy), std::memory_order_release);
     if (team_test_after_post) team_test_after_post(t->rank, seq);
     *all_ok = *all_direct = false;
+    if (any_busy) *any_busy = false;
     // Whatever follows, this rank reads nothing of this call after it.
     struct Consumed {
         ShmRank &me;
@@ -289,7 +291,7 @@ gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool dir
         ~Consumed() { me.consumed.store(seq, std::memory_order_release); }
     } consumed{me, seq};
     if (!ok) return GPUCOLL_SUCCESS;
-    bool result = true, dir = direct;
+    bool result = true, dir = direct, some_busy = false;
     for (int r = 0; r < t->size; r++) {
         uint64_t p = 0;
         auto &slot = t->shm->ranks[r].post[slot_of_call];
@@ -299,6 +301,7 @@ gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool dir
         // Never past `seq` (see ShmRank); kept as a guard.
         result &= post_seq(p) == seq && post_ok(p);
         dir &= post_direct(p);
+        some_busy |= post_busy(p);
     }
     if (!result) return GPUCOLL_SUCCESS;
     CallKey keys[kMaxPeers];
@@ -322,6 +325,7 @@ gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool dir
     }
     *all_ok = true;
     *all_direct = dir;
+    if (any_busy) *any_busy = some_busy;
     t->peer_path_seq[slot_of_call] = seq;
     return GPUCOLL_SUCCESS;
 }
@@ -438,7 +442,7 @@ extern "C" const char *gpucoll_team_last_algorithm(const gpucoll_team_t *t)
     return t && t->ran_any ? algo_name(t->last_algo) : "none";
 }
 
-gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok)
+gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok, bool busy, bool *any_busy)
 {
     gpucoll_coll_args_t a{};
     a.kind = GPUCOLL_COLL_ALLREDUCE;
@@ -446,7 +450,7 @@ gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok)
     a.dtype = GPUCOLL_FLOAT32;
     a.op = GPUCOLL_OP_SUM;
     bool all_direct;
-    return no_throw([&] { return agree(t, ++t->seq, ok, false, a, all_ok, &all_direct); });
+    return no_throw([&] { return agree(t, ++t->seq, ok, false, a, all_ok, &all_direct, busy, any_busy); });
 }
 
 gpucoll_status_t gpucoll::prepare_gpu(gpucoll_team *t, int device, bool can)

@@ -70,6 +70,7 @@ struct Blocking {
     int blocks = 0;
     bool ok = false, direct = false; // this rank's verdict
     bool all_direct = false;         // every rank's buffers mapped: zero-copy
+    bool busy = false, any_busy = false; // legacy default stream at work here / on some rank
     bool timed = true;               // not the call that set the team's GPU up (milliseconds)
     const char *peer_src[kMaxPeers] = {}, *peer_dst[kMaxPeers] = {};
     Clock::time_point t_start, t_verdict, t_entered, t_agreed, t_launched;
@@ -113,10 +114,19 @@ void step_verdict(gpucoll_team *t, Blocking &c)
         c.direct = describe_buffers(*t->ipc, c, me);
 }
 
+// Whether the caller's computation still runs on the legacy default stream
+// (a framework's backward pass beside its gradient reduction): then a grid
+// of busy_max_blocks leaves it more SMs. Asked only where that is set.
+bool legacy_stream_busy()
+{
+    return config().busy_max_blocks > 0 && gpuStreamQuery(0) == gpuErrorNotReady;
+}
+
 gpucoll_status_t step_agree(gpucoll_team *t, Blocking &c)
 {
     bool all_ok;
-    gpucoll_status_t st = agree(t, c.seq, c.ok, c.direct, c.a, &all_ok, &c.all_direct);
+    c.busy = c.ok && !c.empty && legacy_stream_busy();
+    gpucoll_status_t st = agree(t, c.seq, c.ok, c.direct, c.a, &all_ok, &c.all_direct, c.busy, &c.any_busy);
     if (st != GPUCOLL_SUCCESS) return st;
     if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
     t->ll_cleared_since_agree = false; // every rank has left the call that cleared it (see step_complete)
@@ -191,7 +201,9 @@ PeerArgs blocking_args(gpucoll_team *t, Blocking &c)
             if (c.vector) c.plan.chunk = vector_grid_elems(t, c.a);
         }
     }
-    c.blocks = blocks_for(c.plan, c.elt, config(), t->size, t->share);
+    gpucoll_config_t cfg = config();
+    if (c.any_busy) cfg.max_blocks = cfg.busy_max_blocks; // agreed: alike on every rank
+    c.blocks = blocks_for(c.plan, c.elt, cfg, t->size, t->share);
     return k;
 }
 
@@ -252,10 +264,10 @@ void trace_call(const gpucoll_team *t, const Blocking &c, Clock::time_point now)
         return std::chrono::duration<double, std::micro>(b - a).count();
     };
     fprintf(stderr,
-            "coll:gpu: rank %d: call %llu kind %d %zu bytes %s%s: verdict %.1f, agreement %.1f, map+plan %.1f, "
-            "launch %.1f, kernel+wait %.1f us\n",
+            "coll:gpu: rank %d: call %llu kind %d %zu bytes %s%s, %d blocks%s: verdict %.1f, agreement %.1f, "
+            "map+plan %.1f, launch %.1f, kernel+wait %.1f us\n",
             t->rank, (unsigned long long)c.seq, (int)c.a.kind, c.a.count * c.elt, algo_name(c.plan.algo),
-            c.all_direct ? " (zero-copy)" : "", us(c.t_start, c.t_verdict), us(c.t_verdict, c.t_entered),
+            c.all_direct ? " (zero-copy)" : "", c.blocks, c.any_busy ? " (busy)" : "", us(c.t_start, c.t_verdict), us(c.t_verdict, c.t_entered),
             us(c.t_entered, c.t_agreed), us(c.t_agreed, c.t_launched), us(c.t_launched, now));
 }
 
@@ -339,10 +351,19 @@ gpucoll_status_t run_blocking(gpucoll_team_t *t, const gpucoll_coll_args_t *args
 
 extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
 {
+    const Clock::time_point start = Clock::now();
     gpucoll_status_t st = no_throw([&] { return run_blocking(t, args); });
+    const Clock::time_point ran = Clock::now();
     // After the call's pins are gone and its kernel is done, outside the
     // window between agreement and launch in which peers wait for us.
     if (t->ipc) ipc_after_call(t);
+    if (config().verbose >= 30) { // beside trace_call's line: what the steps leave out
+        auto us = [](Clock::time_point a, Clock::time_point b) {
+            return std::chrono::duration<double, std::micro>(b - a).count();
+        };
+        fprintf(stderr, "coll:gpu: rank %d: call %llu in the team %.1f us, after it (mappings) %.1f us\n", t->rank,
+                (unsigned long long)t->seq, us(start, ran), us(ran, Clock::now()));
+    }
     return st;
 }
 

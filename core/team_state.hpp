@@ -257,9 +257,11 @@ void note_forced_refused(gpucoll_team *t, gpucoll_coll_kind_t kind, const Plan &
 // have their buffers mapped. When all can but the keys differ, the call
 // fails on every rank (TRUNCATE where this rank would be sent more than it
 // made room for, MISMATCH elsewhere), after a round that keeps every key in
-// place until all ranks have compared them.
+// place until all ranks have compared them. *any_busy (where asked, set
+// only when *all_ok): some rank posted `busy`, its legacy default stream
+// still working (coll_gpu_busy_max_blocks), so every rank cuts the grid alike.
 gpucoll_status_t agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const gpucoll_coll_args_t &a, bool *all_ok,
-                       bool *all_direct);
+                       bool *all_direct, bool busy = false, bool *any_busy = nullptr);
 
 // Steps shared by the modes (core/call_steps.cpp).
 // Fits a pipelined plan's chunk into half of the scratch (every rank

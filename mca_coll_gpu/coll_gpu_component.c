@@ -234,6 +234,13 @@ static const gpu_param_t gpu_params[] = {
      .help = "Largest node-local communicator the peer-to-peer path serves"},
     {.name = "max_blocks", CFG_INT(max_blocks), .level = OPAL_INFO_LVL_7, .def.i = GPUCOLL_DEFAULT_MAX_BLOCKS,
      .help = "Most thread blocks a peer-to-peer kernel launches"},
+    {.name = "busy_max_blocks", CFG_INT(busy_max_blocks), .level = OPAL_INFO_LVL_7, .def.i = 0,
+     .help = "Most thread blocks of a blocking peer-to-peer kernel when, on some rank, the legacy "
+             "default stream still has work queued at the call (a framework's computation, e.g. "
+             "PyTorch's backward pass, running beside the collective): the kernel then takes fewer "
+             "SMs from it, and calls made while the GPU is otherwise idle keep max_blocks. The ranks "
+             "agree on it at the call, so grids stay alike. 0 (default) or >= max_blocks: max_blocks "
+             "always. Horovod on 4 x H200: see docs/performance.md"},
     {.name = "thread_calls", CFG_INT(thread_calls), .level = OPAL_INFO_LVL_5,
      .def.i = GPUCOLL_DEFAULT_THREAD_CALLS,
      .help = "Under MPI_THREAD_MULTIPLE: the most collectives on device buffers (and nonblocking ones "

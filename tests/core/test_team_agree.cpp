@@ -7,7 +7,10 @@
 //    (it leaves at once) and then one it can: its post of the held call
 //    must survive until the peer has read it;
 //  - no false timeout: calls nobody can take never wait, however late a
-//    peer is (timeout_ms shorter than the peer's delay).
+//    peer is (timeout_ms shorter than the peer's delay);
+//  - busy: one rank's "legacy stream busy" bit reaches every rank of a call
+//    all can take (coll_gpu_busy_max_blocks: their grids must stay alike),
+//    and none where some rank cannot take it.
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +37,7 @@ constexpr int kMaxCalls = 16;
 struct Shared {
     ForkedOob oob;
     int verdict[8][kMaxCalls]; // 1 all ok, 0 not, -1 error
+    int any_busy[8][kMaxCalls];
 };
 
 int g_hold_rank = -1;
@@ -53,6 +57,8 @@ struct Scenario {
     int calls;
     bool ok[8][kMaxCalls];            // what each rank can do per call
     int want[kMaxCalls];              // the verdict every rank must reach
+    bool busy[8][kMaxCalls];          // what each rank posts as busy (none where not given)
+    int want_busy[kMaxCalls];         // *any_busy every rank must see
 };
 
 [[noreturn]] void run_rank(Shared *sh, const Scenario &s, int rank)
@@ -71,9 +77,10 @@ struct Scenario {
     if (gpucoll_team_create(&oob, &team) != GPUCOLL_SUCCESS) _exit(3);
     if (rank == s.late_rank) usleep(s.late_us);
     for (int c = 0; c < s.calls; c++) {
-        bool all_ok = false;
-        gpucoll_status_t st = gpucoll::team_agree(team, s.ok[rank][c], &all_ok);
+        bool all_ok = false, any_busy = true;
+        gpucoll_status_t st = gpucoll::team_agree(team, s.ok[rank][c], &all_ok, s.busy[rank][c], &any_busy);
         sh->verdict[rank][c] = st != GPUCOLL_SUCCESS ? -1 : all_ok ? 1 : 0;
+        sh->any_busy[rank][c] = any_busy ? 1 : 0;
         if (st != GPUCOLL_SUCCESS) fprintf(stderr, "rank %d call %d: %s\n", rank, c + 1, gpucoll_last_error());
     }
     gpucoll_team_destroy(team);
@@ -104,6 +111,10 @@ void run(const Scenario &s)
                 fprintf(stderr, "%s: call %d: rank %d saw %d, want %d\n", s.name, c + 1, r, sh->verdict[r][c],
                         s.want[c]);
             CHECK(sh->verdict[r][c] == s.want[c]);
+            if (sh->any_busy[r][c] != s.want_busy[c])
+                fprintf(stderr, "%s: call %d: rank %d saw busy %d, want %d\n", s.name, c + 1, r, sh->any_busy[r][c],
+                        s.want_busy[c]);
+            CHECK(sh->any_busy[r][c] == s.want_busy[c]);
         }
     munmap(sh, sizeof(Shared));
 }
@@ -130,6 +141,14 @@ int main()
     Scenario late{"late", 2, 300, -1, 0, 0, 1, 1000000, 6, {{false, false, false, false, false, false},
                   {true, false, true, false, true, false}}, {0, 0, 0, 0, 0, 0}};
     run(late);
+    // Rank 2 is held after posting call 2, so ranks 0 and 1 read its bit
+    // late; call 5 is one rank 1 cannot take: nobody sees busy.
+    Scenario busy{"busy", 3, 5000, 2, 2, 100000, -1, 0, 5,
+                  {{true, true, true, true, true}, {true, true, true, true, false}, {true, true, true, true, true}},
+                  {1, 1, 1, 1, 0},
+                  {{false, false, true, true, true}, {false, false, true, false, false}, {false, true, true, false, false}},
+                  {0, 1, 1, 1, 0}};
+    run(busy);
     printf("test_team_agree: %s\n", failures ? "FAILED" : "every rank reached the same verdicts");
     return failures ? 1 : 0;
 }

@@ -13,7 +13,11 @@
  * checked too. Each call shape runs once
  * before the spinner (setting up the team and mapping the buffers may wait
  * for the device; the rule is about the calls after).
- *   order_check [--threads]   (MPI_THREAD_MULTIPLE with --threads)
+ *   order_check [--threads] [--spin-even]
+ * --threads: MPI_THREAD_MULTIPLE. --spin-even: only even ranks queue the
+ * spinner, so that under coll_gpu_busy_max_blocks some ranks find their
+ * legacy stream busy and some idle, and must still cut their grids alike
+ * (a rank that did not would pair blocks with none: a hang or a wrong sum).
  * Exits 77 without a GPU. */
 #include <mpi.h>
 #include <cuda_runtime.h>
@@ -31,6 +35,7 @@ namespace {
 
 constexpr uint64_t kGiveUpNs = 20ull * 1000 * 1000 * 1000;
 int rank, size, failures, checks;
+bool spin_even; // --spin-even
 
 struct Flags {
     volatile int go;      // host -> spinner: end
@@ -142,10 +147,11 @@ void check_shape(Flags *flags, Mode m, bool bcast, float *sbuf, float *rbuf, siz
     run(m, bcast, sbuf, rbuf, n);
     prepare(bcast, sbuf, rbuf, n);
     memset((void *)flags, 0, sizeof *flags);
-    spin_until_set<<<1, 1>>>(flags); // the legacy default stream
+    const bool spins = !spin_even || rank % 2 == 0;
+    if (spins) spin_until_set<<<1, 1>>>(flags); // the legacy default stream
     if (cudaGetLastError() != cudaSuccess) fail("launching the spinner");
     run(m, bcast, sbuf, rbuf, n);
-    const bool waited = flags->ended; // read before the word that ends it
+    const bool waited = spins && flags->ended; // read before the word that ends it
     checks++;
     flags->go = 1;
     cudaDeviceSynchronize();
@@ -199,7 +205,11 @@ void check_host_shape(Mode m, bool bcast, size_t n)
 
 int main(int argc, char **argv)
 {
-    int threads = argc > 1 && !strcmp(argv[1], "--threads"), provided = 0;
+    int threads = 0, provided = 0;
+    for (int i = 1; i < argc; i++) {
+        threads |= !strcmp(argv[i], "--threads");
+        spin_even |= !strcmp(argv[i], "--spin-even");
+    }
     if (threads) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     else MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -240,7 +250,8 @@ int main(int argc, char **argv)
             for (bool bcast : {false, true}) check_shape(flags, (Mode)m, bcast, sbuf, rbuf, n);
     for (int m = Nonblocking; m <= last; m++)
         for (bool bcast : {false, true}) check_host_shape((Mode)m, bcast, big);
-    int status = test_tally(failures, checks, "order_check (%d ranks%s)", size, threads ? ", threads" : "");
+    int status = test_tally(failures, checks, "order_check (%d ranks%s%s)", size, threads ? ", threads" : "",
+                            spin_even ? ", spinner on even ranks" : "");
     cudaFree(sbuf);
     cudaFree(rbuf);
     cudaFreeHost(flags);
