@@ -11,6 +11,14 @@ Horovod writes one "process" per tensor and the same activity into every
 tensor of a fused response, with the same start and end: an operation is
 counted once per distinct (activity, start, end). --skip leaves out the first
 S seconds (start-up and warm-up batches). Only the Python standard library.
+
+    horovod_timeline.py --tail [--skip S] NAME=timeline.json [...]
+
+says, per training step, how long the allreduces go on after the last
+gradient is ready (the end of the last WAIT_FOR_DATA to the end of the last
+ALLREDUCE): the part of a step that reduction adds when the rest overlaps the
+backward pass. Steps are told apart by the first tensor Horovod negotiates
+(the first gradient of each backward pass).
 """
 import argparse
 import json
@@ -67,6 +75,53 @@ def summarize(spans, window):
             for name, (n, total) in table.items()}
 
 
+def median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if v else 0
+
+
+def step_tails(events, skip_us=0.0):
+    """[(tail us, step period us)] per training step whose start and end
+    both lie in the window: the step begins where the first-negotiated
+    tensor is negotiated again; its tail runs from its last gradient ready
+    to its last allreduce done."""
+    stamps = [e["ts"] for e in events if "ts" in e]
+    if not stamps:
+        return []
+    t0 = min(stamps) + skip_us
+    open_by_tensor, spans = {}, []
+    for e in events:
+        if e.get("ph") == "B":
+            open_by_tensor.setdefault(e.get("pid"), []).append((e.get("name", "?"), e["ts"]))
+        elif e.get("ph") == "E" and open_by_tensor.get(e.get("pid")):
+            name, start = open_by_tensor[e.get("pid")].pop()
+            if start >= t0:
+                spans.append((name, start, e["ts"], e.get("pid")))
+    negotiated = sorted((s, pid) for name, s, _, pid in spans if name == "NEGOTIATE_ALLREDUCE")
+    if not negotiated:
+        return []
+    first = negotiated[0][1]
+    starts = [s for s, pid in negotiated if pid == first]
+    steps = []
+    for begin, end in zip(starts, starts[1:]):
+        inside = [(name, e) for name, s, e, _ in spans if begin <= s < end]
+        ready = [e for name, e in inside if name == "WAIT_FOR_DATA"]
+        done = [e for name, e in inside if name == "ALLREDUCE"]
+        if ready and done:
+            steps.append((max(done) - max(ready), end - begin))
+    return steps
+
+
+def print_tails(runs):
+    """runs: [(label, [(tail, period)])]."""
+    print("| run | steps | tail median us | tail mean us | step median us |")
+    print("|---|---|---|---|---|")
+    for label, steps in runs:
+        tails = [t for t, _ in steps]
+        mean = sum(tails) / len(tails) if tails else 0
+        print(f"| {label} | {len(steps)} | {median(tails):.0f} | {mean:.0f} | {median([p for _, p in steps]):.0f} |")
+
+
 def print_side_by_side(runs):
     """runs: [(label, summary, window_us)], one column group each."""
     names = sorted({name for _, summary, _ in runs for name in summary})
@@ -88,14 +143,21 @@ def print_side_by_side(runs):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--skip", type=float, default=0.0, help="seconds at the start to leave out")
+    ap.add_argument("--tail", action="store_true", help="per step: allreduce time after the last gradient")
     ap.add_argument("runs", nargs="+", help="NAME=timeline.json (or a path: its name is the label)")
     args = ap.parse_args(argv)
     runs = []
     for spec in args.runs:
         label, _, path = spec.partition("=") if "=" in spec else (spec, "", spec)
+        if args.tail:
+            runs.append((label, step_tails(load_events(path), args.skip * 1e6)))
+            continue
         spans, window = activity_spans(load_events(path), args.skip * 1e6)
         runs.append((label, summarize(spans, window), window))
-    print_side_by_side(runs)
+    if args.tail:
+        print_tails(runs)
+    else:
+        print_side_by_side(runs)
     return 0
 
 

@@ -68,5 +68,27 @@ with tempfile.TemporaryDirectory() as d:
     row = [l for l in lines if l.startswith("| MPI_ALLREDUCE |")]
     check(rc == 0 and len(row) == 1 and row[0].count("| 3 | 0.5 | 150 |") == 2, "CLI table: %r" % (lines,))
 
+# --tail: three steps of 10 ms, each begun by tensor 5's negotiation (the
+# first gradient), its last gradient ready at +8000 and its last allreduce
+# done at +8500 (+8700 in the second step); the fourth negotiation only
+# closes the third step.
+steps = []
+for i, tail in enumerate((500, 700, 500)):
+    b = i * 10000
+    steps += [ev("B", 5, b, "NEGOTIATE_ALLREDUCE"), ev("E", 5, b + 100)]
+    steps += [ev("B", 6, b + 200, "NEGOTIATE_ALLREDUCE"), ev("E", 6, b + 300)]
+    steps += [ev("B", 6, b + 7000, "ALLREDUCE"), ev("B", 6, b + 7000, "WAIT_FOR_DATA"), ev("E", 6, b + 8000),
+              ev("E", 6, b + 8000 + tail)]
+    steps += [ev("B", 5, b + 400, "ALLREDUCE"), ev("B", 5, b + 400, "WAIT_FOR_DATA"), ev("E", 5, b + 1000),
+              ev("E", 5, b + 2000)]
+steps += [ev("B", 5, 30000, "NEGOTIATE_ALLREDUCE"), ev("E", 5, 30100)]
+got = ht.step_tails(steps)
+check(got == [(500, 10000), (700, 10000), (500, 10000)], "step tails: %r" % (got,))
+check(ht.step_tails(steps, skip_us=5000) == [(700, 10000), (500, 10000)], "step tails after --skip")
+out = io.StringIO()
+with redirect_stdout(out):
+    ht.print_tails([("x", got)])
+check("| x | 3 | 500 | 567 | 10000 |" in out.getvalue(), "tail table: %r" % out.getvalue())
+
 print("horovod_timeline_check: %d failed" % failures)
 sys.exit(1 if failures else 0)
