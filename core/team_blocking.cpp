@@ -255,20 +255,23 @@ gpucoll_status_t step_start_wait(gpucoll_team *t, Blocking &c, PeerArgs &k)
     return wait_kernel_done(t, ++t->kernels_launched, t->stream);
 }
 
+double micros(Clock::time_point a, Clock::time_point b)
+{
+    return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
 // At verbose >= 30, one line per call: where a framework's calls lose
 // time (waiting for the last rank to arrive, mapping, or the kernel) shows
 // only call by call, since calls of every size share the team's means.
 void trace_call(const gpucoll_team *t, const Blocking &c, Clock::time_point now)
 {
-    auto us = [](Clock::time_point a, Clock::time_point b) {
-        return std::chrono::duration<double, std::micro>(b - a).count();
-    };
     fprintf(stderr,
             "coll:gpu: rank %d: call %llu kind %d %zu bytes %s%s, %d blocks%s: verdict %.1f, agreement %.1f, "
             "map+plan %.1f, launch %.1f, kernel+wait %.1f us\n",
             t->rank, (unsigned long long)c.seq, (int)c.a.kind, c.a.count * c.elt, algo_name(c.plan.algo),
-            c.all_direct ? " (zero-copy)" : "", c.blocks, c.any_busy ? " (busy)" : "", us(c.t_start, c.t_verdict), us(c.t_verdict, c.t_entered),
-            us(c.t_entered, c.t_agreed), us(c.t_agreed, c.t_launched), us(c.t_launched, now));
+            c.all_direct ? " (zero-copy)" : "", c.blocks, c.any_busy ? " (busy)" : "",
+            micros(c.t_start, c.t_verdict), micros(c.t_verdict, c.t_entered), micros(c.t_entered, c.t_agreed),
+            micros(c.t_agreed, c.t_launched), micros(c.t_launched, now));
 }
 
 void record_timing(gpucoll_team *t, const Blocking &c)
@@ -357,13 +360,9 @@ extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_co
     // After the call's pins are gone and its kernel is done, outside the
     // window between agreement and launch in which peers wait for us.
     if (t->ipc) ipc_after_call(t);
-    if (config().verbose >= 30) { // beside trace_call's line: what the steps leave out
-        auto us = [](Clock::time_point a, Clock::time_point b) {
-            return std::chrono::duration<double, std::micro>(b - a).count();
-        };
+    if (config().verbose >= 30) // beside trace_call's line: what the steps leave out
         fprintf(stderr, "coll:gpu: rank %d: call %llu in the team %.1f us, after it (mappings) %.1f us\n", t->rank,
-                (unsigned long long)t->seq, us(start, ran), us(ran, Clock::now()));
-    }
+                (unsigned long long)t->seq, micros(start, ran), micros(ran, Clock::now()));
     return st;
 }
 
