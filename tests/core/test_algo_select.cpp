@@ -587,6 +587,7 @@ static void check_config_fingerprint()
     differs("resident_max_bytes", [](gpucoll_config_t &c) { c.resident_max_bytes /= 2; });
     differs("ll_max_bytes", [](gpucoll_config_t &c) { c.ll_max_bytes = 1024; });
     differs("max_blocks", [](gpucoll_config_t &c) { c.max_blocks = 8; });
+    differs("busy_max_blocks", [](gpucoll_config_t &c) { c.busy_max_blocks = 32; });
     differs("threads_per_block", [](gpucoll_config_t &c) { c.threads_per_block = 256; });
     differs("direct_style", [](gpucoll_config_t &c) { c.direct_style = c.direct_style ? 0 : 1; });
     differs("resident_us on", [](gpucoll_config_t &c) { c.resident_us = 50; });
