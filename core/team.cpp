@@ -266,6 +266,30 @@ extern "C" void gpucoll_team_destroy(gpucoll_team_t *t)
     if (peers_left(t) || !leave_later(t, peers_left, finish_team)) finish_team(t);
 }
 
+namespace {
+
+// Call `seq`'s keys differ: every rank fails it, after a round that keeps
+// every key in place until all ranks have compared them.
+gpucoll_status_t keys_differ(gpucoll_team *t, uint64_t seq, KeyVerdict v)
+{
+    t->shm->ranks[t->rank].settled.store(seq, std::memory_order_release);
+    for (int r = 0; r < t->size; r++) {
+        auto &slot = t->shm->ranks[r].settled;
+        if (wait_until(t, t->progress, "the peers to compare arguments",
+                       [&] { return slot.load(std::memory_order_acquire) >= seq; }) != GPUCOLL_SUCCESS)
+            break; // failing anyway
+    }
+    if (v == KeyVerdict::Truncate)
+        return gpucoll_fail(GPUCOLL_ERR_TRUNCATE,
+                            "collective #%llu: a peer sends more than this rank's arguments make room for",
+                            (unsigned long long)seq);
+    return gpucoll_fail(GPUCOLL_ERR_MISMATCH,
+                        "collective #%llu: the ranks' arguments differ (kind, count, type, op, root or counts)",
+                        (unsigned long long)seq);
+}
+
+} // namespace
+
 gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool direct, const gpucoll_coll_args_t &a,
                                 bool *all_ok, bool *all_direct, bool busy, bool *any_busy)
 {
@@ -307,22 +331,7 @@ gpucoll_status_t gpucoll::agree(gpucoll_team *t, uint64_t seq, bool ok, bool dir
     CallKey keys[kMaxPeers];
     for (int r = 0; r < t->size; r++) keys[r] = t->shm->ranks[r].key[slot_of_call];
     KeyVerdict v = compare_keys(keys, t->size, t->rank);
-    if (v != KeyVerdict::Match) {
-        me.settled.store(seq, std::memory_order_release);
-        for (int r = 0; r < t->size; r++) {
-            auto &slot = t->shm->ranks[r].settled;
-            if (wait_until(t, t->progress, "the peers to compare arguments",
-                           [&] { return slot.load(std::memory_order_acquire) >= seq; }) != GPUCOLL_SUCCESS)
-                break; // failing anyway
-        }
-        if (v == KeyVerdict::Truncate)
-            return gpucoll_fail(GPUCOLL_ERR_TRUNCATE,
-                                "collective #%llu: a peer sends more than this rank's arguments make room for",
-                                (unsigned long long)seq);
-        return gpucoll_fail(GPUCOLL_ERR_MISMATCH,
-                            "collective #%llu: the ranks' arguments differ (kind, count, type, op, root or counts)",
-                            (unsigned long long)seq);
-    }
+    if (v != KeyVerdict::Match) return keys_differ(t, seq, v);
     *all_ok = true;
     *all_direct = dir;
     if (any_busy) *any_busy = some_busy;
