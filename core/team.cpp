@@ -451,11 +451,12 @@ extern "C" const char *gpucoll_team_last_algorithm(const gpucoll_team_t *t)
     return t && t->ran_any ? algo_name(t->last_algo) : "none";
 }
 
-gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok, bool busy, bool *any_busy)
+gpucoll_status_t gpucoll::team_agree(gpucoll_team_t *t, bool ok, bool *all_ok, bool busy, bool *any_busy,
+                                     size_t count)
 {
     gpucoll_coll_args_t a{};
     a.kind = GPUCOLL_COLL_ALLREDUCE;
-    a.count = 1;
+    a.count = count;
     a.dtype = GPUCOLL_FLOAT32;
     a.op = GPUCOLL_OP_SUM;
     bool all_direct;

@@ -19,8 +19,10 @@ gpucoll_status_t team_create(const gpucoll_oob_t *oob, gpucoll_team_t **out, Tea
 // Tests of the agreement (tests/core/test_team_agree.cpp), which needs no
 // GPU: the next call's agreement alone, for an allreduce of one float that
 // this rank can (ok) or cannot take down the peer path; *all_ok as the peer
-// path would see it; *any_busy: some rank posted `busy` (see agree).
-gpucoll_status_t team_agree(gpucoll_team_t *t, bool ok, bool *all_ok, bool busy = false, bool *any_busy = nullptr);
+// path would see it; *any_busy: some rank posted `busy` (see agree). Ranks
+// that pass different counts fail the call (TRUNCATE or MISMATCH).
+gpucoll_status_t team_agree(gpucoll_team_t *t, bool ok, bool *all_ok, bool busy = false, bool *any_busy = nullptr,
+                            size_t count = 1);
 // Tests only: when set, called by every agreement right after this rank
 // posted call `seq`, to hold a rank where a scheduler might.
 extern void (*team_test_after_post)(int rank, uint64_t seq);

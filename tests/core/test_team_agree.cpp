@@ -8,6 +8,8 @@
 //    must survive until the peer has read it;
 //  - no false timeout: calls nobody can take never wait, however late a
 //    peer is (timeout_ms shorter than the peer's delay);
+//  - mismatch: ranks whose arguments differ (here the count) all fail that
+//    call, the one given less with TRUNCATE, and agree on the next;
 //  - busy: one rank's "legacy stream busy" bit reaches every rank of a call
 //    all can take (coll_gpu_busy_max_blocks: their grids must stay alike),
 //    and none where some rank cannot take it.
@@ -38,6 +40,7 @@ struct Shared {
     ForkedOob oob;
     int verdict[8][kMaxCalls]; // 1 all ok, 0 not, -1 error
     int any_busy[8][kMaxCalls];
+    int status[8][kMaxCalls];
 };
 
 int g_hold_rank = -1;
@@ -59,6 +62,8 @@ struct Scenario {
     int want[kMaxCalls];              // the verdict every rank must reach
     bool busy[8][kMaxCalls];          // what each rank posts as busy (none where not given)
     int want_busy[kMaxCalls];         // *any_busy every rank must see
+    size_t count[8][kMaxCalls];       // each rank's allreduce count (0: 1)
+    int want_status[8][kMaxCalls];    // each rank's gpucoll_status_t (0: success)
 };
 
 [[noreturn]] void run_rank(Shared *sh, const Scenario &s, int rank)
@@ -78,7 +83,9 @@ struct Scenario {
     if (rank == s.late_rank) usleep(s.late_us);
     for (int c = 0; c < s.calls; c++) {
         bool all_ok = false, any_busy = true;
-        gpucoll_status_t st = gpucoll::team_agree(team, s.ok[rank][c], &all_ok, s.busy[rank][c], &any_busy);
+        const size_t count = s.count[rank][c] ? s.count[rank][c] : 1;
+        gpucoll_status_t st = gpucoll::team_agree(team, s.ok[rank][c], &all_ok, s.busy[rank][c], &any_busy, count);
+        sh->status[rank][c] = (int)st;
         sh->verdict[rank][c] = st != GPUCOLL_SUCCESS ? -1 : all_ok ? 1 : 0;
         sh->any_busy[rank][c] = any_busy ? 1 : 0;
         if (st != GPUCOLL_SUCCESS) fprintf(stderr, "rank %d call %d: %s\n", rank, c + 1, gpucoll_last_error());
@@ -115,6 +122,10 @@ void run(const Scenario &s)
                 fprintf(stderr, "%s: call %d: rank %d saw busy %d, want %d\n", s.name, c + 1, r, sh->any_busy[r][c],
                         s.want_busy[c]);
             CHECK(sh->any_busy[r][c] == s.want_busy[c]);
+            if (sh->status[r][c] != s.want_status[r][c])
+                fprintf(stderr, "%s: call %d: rank %d's status %d, want %d\n", s.name, c + 1, r, sh->status[r][c],
+                        s.want_status[r][c]);
+            CHECK(sh->status[r][c] == s.want_status[r][c]);
         }
     munmap(sh, sizeof(Shared));
 }
@@ -149,6 +160,12 @@ int main()
                   {{false, false, true, true, true}, {false, false, true, false, false}, {false, true, true, false, false}},
                   {0, 1, 1, 1, 0}};
     run(busy);
+    // Rank 1 gives call 2 a count of 2: both fail it, rank 0 (room for one
+    // element) with TRUNCATE, rank 1 with MISMATCH; call 3 is agreed again.
+    Scenario mismatch{"mismatch", 2, 5000, -1, 0, 0, -1, 0, 3, {{true, true, true}, {true, true, true}}, {1, -1, 1},
+                      {}, {}, {{1, 1, 1}, {1, 2, 1}},
+                      {{0, GPUCOLL_ERR_TRUNCATE, 0}, {0, GPUCOLL_ERR_MISMATCH, 0}}};
+    run(mismatch);
     printf("test_team_agree: %s\n", failures ? "FAILED" : "every rank reached the same verdicts");
     return failures ? 1 : 0;
 }
