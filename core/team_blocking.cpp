@@ -70,7 +70,7 @@ struct Blocking {
     int blocks = 0;
     bool ok = false, direct = false; // this rank's verdict
     bool all_direct = false;         // every rank's buffers mapped: zero-copy
-    bool busy = false, any_busy = false; // legacy default stream at work here / on some rank
+    bool any_busy = false;           // some rank's legacy default stream still at work (agreed)
     bool timed = true;               // not the call that set the team's GPU up (milliseconds)
     const char *peer_src[kMaxPeers] = {}, *peer_dst[kMaxPeers] = {};
     Clock::time_point t_start, t_verdict, t_entered, t_agreed, t_launched;
@@ -125,8 +125,8 @@ bool legacy_stream_busy()
 gpucoll_status_t step_agree(gpucoll_team *t, Blocking &c)
 {
     bool all_ok;
-    c.busy = c.ok && !c.empty && legacy_stream_busy();
-    gpucoll_status_t st = agree(t, c.seq, c.ok, c.direct, c.a, &all_ok, &c.all_direct, c.busy, &c.any_busy);
+    const bool busy = c.ok && !c.empty && legacy_stream_busy();
+    gpucoll_status_t st = agree(t, c.seq, c.ok, c.direct, c.a, &all_ok, &c.all_direct, busy, &c.any_busy);
     if (st != GPUCOLL_SUCCESS) return st;
     if (!all_ok) return GPUCOLL_ERR_UNSUPPORTED;
     t->ll_cleared_since_agree = false; // every rank has left the call that cleared it (see step_complete)
@@ -354,13 +354,15 @@ gpucoll_status_t run_blocking(gpucoll_team_t *t, const gpucoll_coll_args_t *args
 
 extern "C" gpucoll_status_t gpucoll_team_run(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
 {
-    const Clock::time_point start = Clock::now();
+    const bool traced = config().verbose >= 30; // beside trace_call's line: what the steps leave out
+    Clock::time_point start, ran;
+    if (traced) start = Clock::now();
     gpucoll_status_t st = no_throw([&] { return run_blocking(t, args); });
-    const Clock::time_point ran = Clock::now();
+    if (traced) ran = Clock::now();
     // After the call's pins are gone and its kernel is done, outside the
     // window between agreement and launch in which peers wait for us.
     if (t->ipc) ipc_after_call(t);
-    if (config().verbose >= 30) // beside trace_call's line: what the steps leave out
+    if (traced)
         fprintf(stderr, "coll:gpu: rank %d: call %llu in the team %.1f us, after it (mappings) %.1f us\n", t->rank,
                 (unsigned long long)t->seq, micros(start, ran), micros(ran, Clock::now()));
     return st;
