@@ -17,11 +17,14 @@
 #   NPS="2 4"                 rank counts of the check
 #   CHECK_BUILD=mpi           the MPI build's settings for the check, as in BUILDS (e.g.
 #                             mpi+order=none+max_blocks=32)
-#   MODELS="resnet50 vgg16"   models of the benchmark, each fp32 and --fp16-allreduce
+#   MODELS="resnet50 vgg16"   models of the benchmark
+#   MODES="fp32 fp16"         each model plain (fp32) and with --fp16-allreduce (fp16)
 #   BUILDS="nccl mpi+order=none+max_blocks=32 mpi"  which builds the bench phase runs (split it across calls if need be);
 #                             mpi-tcN: the MPI build with coll_gpu_thread_calls N (mpi: THREAD_CALLS);
 #                             mpi+NAME=VALUE[+...]: the MPI build with coll_gpu_NAME VALUE (e.g.
-#                             mpi+stream_priority=normal), a column of its own
+#                             mpi+stream_priority=normal), a column of its own; a HOROVOD_NAME=VALUE
+#                             term sets Horovod's environment instead, in either build (e.g.
+#                             nccl+HOROVOD_FUSION_THRESHOLD=16777216)
 #   REPEAT=1                  runs of each (build, model, mode); the table shows their mean
 #   WARMUP=5 BATCHES=10 ITERS=5  the benchmark's --num-warmup-batches, --num-batches-per-iter, --num-iters
 #   BATCH=32                  --batch-size
@@ -34,6 +37,9 @@
 #   TIMELINE=1                each bench run writes Horovod's timeline (rank 0) to
 #                             $OUT/timeline_BUILD_MODEL_MODE.json; scripts/horovod_timeline.py
 #                             then says where the time went, builds side by side
+#   PROFILE=1                 rank 0 of each bench run under PyTorch's profiler (scripts/gpu_profile_rank0.py):
+#                             every kernel, copy and CUDA call into $OUT/prof_BUILD_MODEL_MODE.csv.gz;
+#                             scripts/gpu_profile_steps.py compares them per training step
 #   HVD_DIR=.hvd OUT=/tmp/out
 # The NCCL build runs without coll/gpu (--mca coll ^gpu); the MPI build with
 # it, and every MPI-build run must say so (coll_gpu_verbose=10: "enabled on")
@@ -92,14 +98,19 @@ hvd_run() { # timeout, build (mpi|nccl), np, then the command
   local path="$COMPONENT:$sys_path" mca="" tc=${THREAD_CALLS:-1} extra="" kv
   case "$build" in
     mpi-tc*) tc=${build#mpi-tc};;
-    mpi+*) for kv in $(echo "${build#mpi+}" | tr '+' ' '); do extra="$extra --mca coll_gpu_${kv%%=*} ${kv#*=}"; done;;
+    *+*) for kv in $(echo "${build#*+}" | tr '+' ' '); do
+           case "$kv" in
+             HOROVOD_*) extra="$extra -x $kv";; # Horovod's own settings, either build
+             *) extra="$extra --mca coll_gpu_${kv%%=*} ${kv#*=}";;
+           esac
+         done;;
   esac
   build=${build%%[-+]*}
   if [ "$build" = mpi ]; then
     mca="--mca coll_gpu_thread_calls $tc$extra"
     [ "$np" -gt "$gpus" ] && mca="$mca --mca coll_gpu_shared_gpu 1"
   else
-    mca="--mca coll ^gpu" # NCCL moves the tensors; Open MPI's own modules the rest
+    mca="--mca coll ^gpu$extra" # NCCL moves the tensors; Open MPI's own modules the rest
   fi
   timeout "$to" env OMPI_MCA_mca_base_component_path="$path" \
     PYTHONPATH="/tmp/hvd-$build${EXTRA_PYTHONPATH:+:$EXTRA_PYTHONPATH}" \
@@ -144,7 +155,9 @@ bench_one() { # build model fp16(0|1)
   local log="$OUT/bench_${build}_${model}_$mode.log" t0=$SECONDS verbose=""
   [ "${build%%[-+]*}" = mpi ] && verbose="--mca coll_gpu_verbose ${VERBOSE:-10}"
   [ -n "${TIMELINE:-}" ] && verbose="$verbose -x HOROVOD_TIMELINE=$OUT/timeline_${build}_${model}_$mode.json"
-  hvd_run "$RUN_TIMEOUT" "$build" "$NP" $verbose python3 "$SRC/horovod-src/examples/pytorch/pytorch_synthetic_benchmark.py" \
+  local prof=""
+  [ -n "${PROFILE:-}" ] && prof="scripts/gpu_profile_rank0.py $OUT/prof_${build}_${model}_$mode.csv.gz"
+  hvd_run "$RUN_TIMEOUT" "$build" "$NP" $verbose python3 $prof "$SRC/horovod-src/examples/pytorch/pytorch_synthetic_benchmark.py" \
     --model "$model" --batch-size "$BATCH" --num-warmup-batches "$WARMUP" --num-batches-per-iter "$BATCHES" \
     --num-iters "$ITERS" $flag > "$log" 2>&1
   local rc=$? total
@@ -168,7 +181,10 @@ phase_bench() {
     for build in $BUILDS; do
       built /tmp/hvd-${build%%[-+]*} || { echo "no /tmp/hvd-${build%%[-+]*}: PHASE=build first"; continue; }
       for model in $MODELS; do
-        for fp16 in 0 1; do bench_one "$build" "$model" "$fp16"; done
+        for fp16 in 0 1; do
+          case " ${MODES:-fp32 fp16} " in *" $([ $fp16 = 1 ] && echo fp16 || echo fp32) "*) ;; *) continue;; esac
+          bench_one "$build" "$model" "$fp16"
+        done
       done
     done
   done
@@ -185,7 +201,7 @@ phase_table() {
     function cell(k, b) { return c[k, b] ? sprintf("%.1f (%d)", s[k, b] / c[k, b], c[k, b]) : "-" }
     { s[$2 " " $3, $1] += $4; c[$2 " " $3, $1]++
       if (!(($2 " " $3) in seen)) { seen[$2 " " $3] = 1; order[n++] = $2 " " $3 }
-      if ($1 ~ /^mpi[-+]/ && !($1 in xseen)) { xseen[$1] = 1; extra[nx++] = $1 } }
+      if ($1 ~ /^(mpi|nccl)[-+]/ && !($1 in xseen)) { xseen[$1] = 1; extra[nx++] = $1 } }
     END {
       printf "| %-26s | %22s | %32s | %8s |", "model", "Horovod on NCCL img/s", "Horovod on MPI + coll/gpu img/s", "MPI/NCCL"
       for (j = 0; j < nx; j++) printf " %s img/s |", extra[j]
