@@ -167,6 +167,27 @@ gpucoll_status_t gpucoll_team_prepare(gpucoll_team_t *team, int can);
  * name in the algorithm table ("allreduce_ll", ...), for verbose output. */
 const char *gpucoll_team_last_algorithm(const gpucoll_team_t *team);
 
+/* ---- registered windows -----------------------------------------------------
+ * Buffers every rank of the team maps every other rank's, once, so that
+ * queued calls (below) on them run zero-copy from their first launch
+ * (docs/nonblocking.md, "Registered windows"). Both calls are collective
+ * over the team, in the same order on every rank, and block until every
+ * rank has made them; a rank must not make other calls on the team
+ * meanwhile. They succeed or fail alike on every rank. */
+/* Registers [buf, buf + bytes) of this rank (device memory of the team's
+ * GPU, 16-byte aligned, exportable by CUDA IPC) as window *id. A queued call
+ * whose buffers lie in windows on every rank (each rank's in its own)
+ * runs the zero-copy kernel the blocking call would (allreduce, bcast,
+ * allgather, above the size where the blocking call goes zero-copy).
+ * GPUCOLL_ERR_UNSUPPORTED: the team's GPU side is not set up;
+ * GPUCOLL_ERR_INVALID: some rank's buffer cannot be a window;
+ * GPUCOLL_ERR_NO_MEMORY: 64 windows are registered. */
+gpucoll_status_t gpucoll_team_window_register(gpucoll_team_t *team, void *buf, size_t bytes, int *id);
+/* Waits for this rank's queued calls, then for every rank, and unmaps the
+ * window: the buffer may be freed from the return on. Calls on it, queued
+ * later or replayed, run through scratch. */
+gpucoll_status_t gpucoll_team_window_deregister(gpucoll_team_t *team, int id);
+
 /* ---- queued calls: nonblocking and persistent collectives ------------------
  * A plan runs one collective on the team's peer kernels without the host
  * agreement of gpucoll_team_run: launching it never waits for another rank,

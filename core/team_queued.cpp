@@ -37,6 +37,7 @@
 #include "no_throw.hpp"
 #include "persist_switch.hpp"
 #include "team_state.hpp"
+#include "windows.hpp"
 
 using namespace gpucoll;
 
@@ -167,6 +168,11 @@ struct gpucoll_plan {
     // that the launches of other calls leave its node alone.
     bool persistent = false;
     KernelGraph graph;
+    // The zero-copy plan the kernel takes where every rank's buffers are in
+    // registered windows (window_plan; found once, from the call alone).
+    bool win_checked = false, win_ok = false;
+    Plan win_zc{};
+    int win_blocks = 0;
 };
 
 namespace {
@@ -364,6 +370,20 @@ bool no_ll_plan(gpucoll_plan *p)
     return true;
 }
 
+// The zero-copy plan of the call, where it has one (alike on every rank:
+// from the call's kind, size, type and op alone).
+bool window_plan(gpucoll_plan *p)
+{
+    if (p->win_checked) return p->win_ok;
+    p->win_checked = true;
+    gpucoll_team *t = p->team;
+    const gpucoll_config_t &cfg = config();
+    p->win_ok = zero_copy_candidate(p->a, cfg, t->size) &&
+                make_plan(p->a, t->rank, t->size, cfg, true, &p->win_zc, t->share, true) && is_direct(p->win_zc.algo);
+    if (p->win_ok) p->win_blocks = blocks_for(p->win_zc, gpucoll_dtype_size(p->a.dtype), cfg, t->size, t->share);
+    return p->win_ok;
+}
+
 // The kernel's arguments for a launch of `plan` now: the next barrier
 // epoch or LL flag of the team (taken), the mapped buffers of a zero-copy
 // plan, the number its end is reported under.
@@ -419,6 +439,11 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     }
     PeerArgs k = launch_args(p, *plan);
     p->done_value = k.done_value;
+    // Registered windows: the kernel switches to zero-copy where every
+    // rank's buffers are in one; one grid for both plans.
+    if (!p->zero_copy && !is_ll(plan->algo) && t->windows && window_plan(p) && windows_args(t, p->a, p->win_zc, &k) &&
+        p->win_blocks > blocks)
+        blocks = p->win_blocks;
     gpuError_t e;
     // A copy into a stand-in may still be landing when the copy call returns
     // (device to device; the DMA of pageable host memory): with order none
@@ -524,6 +549,7 @@ void gpucoll::release_queued(gpucoll_team *t)
     t->queued_after_default = nullptr;
     delete t->stand_ins;
     t->stand_ins = nullptr;
+    windows_release(t); // queued kernels read the table
 }
 
 extern "C" gpucoll_status_t gpucoll_plan_create(gpucoll_team_t *t, const gpucoll_coll_args_t *a, int persistent,

@@ -52,6 +52,17 @@ struct PersistSlot {
 // The key is written before the post that publishes it (release/acquire).
 // The buffer descriptors are read only by zero-copy calls, whose kernels
 // need every peer, so one copy serves.
+// A rank's part in registering a window (core/windows.cpp): its buffer's
+// descriptor and size, published by `posted` = round << 1 | usable, then
+// `mapped` = round << 1 | whether it mapped every rank's buffer.
+struct ShmWindow {
+    std::atomic<uint64_t> posted, mapped;
+    IpcDesc desc;
+    uint64_t bytes;
+};
+
+struct TeamWindows; // core/windows.cpp
+
 struct alignas(128) ShmRank {
     std::atomic<uint64_t> post[2]; // by seq & 1
     std::atomic<uint64_t> mapped;  // seq << 1 | whether this rank mapped every peer's buffers
@@ -84,6 +95,7 @@ struct alignas(128) ShmRank {
     // kernels stop, also those of a rank that could not read them).
     std::atomic<uint32_t> stream_captured;
     std::atomic<uint32_t> stream_args_differ;
+    ShmWindow window;
 };
 static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
 
@@ -166,6 +178,10 @@ struct gpucoll_team {
     gpucoll::StreamCalls *stream_calls = nullptr;
     uint64_t stream_eager = 0; // stream-ordered calls launched outside a capture
     uint32_t persistent_plans = 0; // created so far: a plan's number, alike on every rank
+    // Registered windows (core/windows.cpp), made at the first registration,
+    // and the collective rounds of registrations and deregistrations so far.
+    gpucoll::TeamWindows *windows = nullptr;
+    uint64_t window_rounds = 0;
     bool persist_slot_busy[gpucoll::kPersistSlots] = {}; // under temps_mu
     uint64_t queued_undrained = 0; // launched since the queue was last seen empty
     // Queued calls whose keys this rank published (ShmRank::qkeys), and how

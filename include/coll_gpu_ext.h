@@ -292,6 +292,45 @@ COLL_GPU_EXT_FORWARD(alltoall_enqueue,
 #endif
 
 
+/* ---- registered windows --------------------------------------------------- *
+ * Buffers every rank maps every other rank's once, up front, so that
+ * nonblocking and persistent collectives on them run zero-copy (as the
+ * blocking ones do) from their first call, with no wait at the call:
+ *
+ *     int win;
+ *     coll_gpu_register(comm, dev_buf, bytes, &win);   // every rank, collective
+ *     for (...) { MPI_Iallreduce(MPI_IN_PLACE, dev_buf, n, MPI_FLOAT, MPI_SUM, comm, &req); ...; MPI_Wait(&req, ...); }
+ *     coll_gpu_deregister(comm, win);                   // every rank, collective, before cudaFree(dev_buf)
+ *
+ * Promises (docs/nonblocking.md, "Registered windows"):
+ * - Both calls are collective and blocking: every rank of comm makes them,
+ *   in the same order with respect to each other and to comm's other
+ *   collectives, each rank with its own buffer (sizes may differ). They
+ *   succeed or fail alike on every rank.
+ * - A window: device memory of the GPU comm's collectives run on, 16-byte
+ *   aligned, from cudaMalloc (any allocation CUDA IPC can export). Any part
+ *   of it serves: a call whose buffers on every rank lie in windows (each
+ *   rank's in its own, at any offset) runs zero-copy. Today that is
+ *   MPI_Iallreduce, MPI_Ibcast and MPI_Iallgather and their persistent
+ *   forms, from the size at which the blocking call runs zero-copy
+ *   (coll_gpu_direct_min_bytes); other calls run as before. Results are the
+ *   same either way.
+ * - Deregistering waits until no collective of this rank may still read or
+ *   write the window and every rank has got as far; from its return the
+ *   buffer may be freed. Freeing a registered buffer first is erroneous: the
+ *   peers' mappings keep its memory alive (the driver's rule), and a
+ *   collective that still reaches it reads freed memory.
+ * - At most 64 windows per communicator; freeing the communicator
+ *   deregisters what is left.
+ * - Errors: MPI_ERR_ARG (some rank's buffer cannot be a window: host or
+ *   managed memory, another GPU, unaligned; or, deregistering, a window not
+ *   registered on every rank), MPI_ERR_NO_MEM (64 registered),
+ *   MPI_ERR_UNSUPPORTED_OPERATION where comm has no GPU path (ranks on several
+ *   nodes, coll/gpu not loaded or not selected); MPI_ERR_COMM for a null
+ *   communicator. On error, window is -1 and nothing is registered. */
+typedef int (*coll_gpu_register_fn)(MPI_Comm comm, void *buf, size_t bytes, int *window);
+typedef int (*coll_gpu_deregister_fn)(MPI_Comm comm, int window);
+
 /* ---- user ops declared equal to a built-in one --------------------------- *
  * MPI must reduce with a user op's own host function, unless it knows what
  * the function computes. This says so, so that coll/gpu reduces on the GPU:
@@ -340,6 +379,8 @@ typedef int (*coll_gpu_op_declare_fn)(MPI_Op user_op, MPI_Datatype user_type, MP
 #ifndef COLL_GPU_EXT_IMPLEMENTATION
 COLL_GPU_EXT_FORWARD(op_declare, (MPI_Op user_op, MPI_Datatype user_type, MPI_Datatype as_type, MPI_Op as_op),
                      (user_op, user_type, as_type, as_op))
+COLL_GPU_EXT_FORWARD(register, (MPI_Comm comm, void *buf, size_t bytes, int *window), (comm, buf, bytes, window))
+COLL_GPU_EXT_FORWARD(deregister, (MPI_Comm comm, int window), (comm, window))
 #undef COLL_GPU_EXT_FORWARD
 #endif
 

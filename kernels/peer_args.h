@@ -6,10 +6,11 @@
 #include <stdint.h>
 
 #include "gpucoll_types.h"
+#include "windows.h"
 
 namespace gpucoll {
 
-constexpr int kMaxPeers = 8;
+constexpr int kMaxPeers = kWindowPeers;
 constexpr int kMaxBlocks = 128;
 // Flag sets per rank: barriers 0-2 (the direct allreduce has three), the
 // round flags of pipelined kernels (kRoundPhase) and the flags by which the
@@ -121,6 +122,15 @@ struct alignas(16) PeerArgs {
     // nullptr: epoch0 as given.
     StreamCalls *stream_calls;
     uint64_t stream_epochs;
+    // Queued calls on a team with registered windows (kernels/windows.h):
+    // the team's table (nullptr: none, the plan runs as it is), this rank's
+    // buffers as window descriptors (0: not in a window) with the bytes the
+    // kernels reach in each, and the zero-copy algorithm that runs instead
+    // of `algo` where every rank's buffers are in windows.
+    const WindowTable *windows;
+    uint64_t window_src, window_dst;
+    uint64_t window_src_bytes, window_dst_bytes;
+    PeerAlgo window_algo;
 };
 static_assert(sizeof(PeerArgs) % 16 == 0, "resident kernels copy a command in 16-byte words");
 static_assert(kResidentCallOffset + sizeof(PeerArgs) <= kDataOffset, "barrier flags overflow into the data area");
@@ -141,6 +151,9 @@ static_assert(kGiveUpOffset + sizeof(uint64_t) <= kDataOffset, "the give-up word
 // finished (report_done in kernels/peer_sync.cuh); 0 between kernels.
 constexpr size_t kDoneCountOffset = kGiveUpOffset + 64;
 static_assert(kDoneCountOffset + sizeof(unsigned) <= kDataOffset, "the done count overflows into the data area");
+// After the done count: the window posts of the ranks (kernels/windows.h).
+constexpr size_t kWindowPostOffset = kDoneCountOffset + 64;
+static_assert(kWindowPostOffset + kMaxPeers * sizeof(WindowPost) <= kDataOffset, "the window posts overflow into the data area");
 
 // The host writes a call into `cmd`, then `doorbell` = doorbell_word(gen,
 // seq); the resident kernel's block b runs it and sets done[b] = seq.
@@ -151,7 +164,7 @@ struct alignas(64) ResidentMailbox {
 };
 constexpr uint64_t doorbell_word(uint32_t gen, uint64_t seq) { return (uint64_t)gen << 32 | (uint32_t)seq; }
 
-constexpr bool is_direct(PeerAlgo a)
+__host__ __device__ constexpr bool is_direct(PeerAlgo a)
 {
     return a == PeerAlgo::AllreduceDirect || a == PeerAlgo::ReduceScatterDirect ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllreducePush ||

@@ -19,22 +19,32 @@ __device__ void run_scratch_move(const PeerArgs &a)
     }
 }
 
-__device__ void run_move(const PeerArgs &a)
+// The zero-copy moves, from shared memory (see run_zero_copy_reduce).
+__device__ void run_zero_copy_move(const PeerArgs &s)
 {
-    switch (a.algo) {
-    case PeerAlgo::AllgatherDirect: allgather_direct(a); break;
-    case PeerAlgo::BcastDirect: bcast_direct(a); break;
-    case PeerAlgo::AllgatherPush: allgather_push(a); break;
-    case PeerAlgo::BcastPush: bcast_push(a); break;
-    case PeerAlgo::BcastSpread: bcast_spread(a); break;
-    case PeerAlgo::VectorPush: vector_push(a); break;
-    default: run_scratch_move(a); break;
+    switch (s.algo) {
+    case PeerAlgo::AllgatherDirect: allgather_direct(s); break;
+    case PeerAlgo::BcastDirect: bcast_direct(s); break;
+    case PeerAlgo::AllgatherPush: allgather_push(s); break;
+    case PeerAlgo::BcastPush: bcast_push(s); break;
+    case PeerAlgo::BcastSpread: bcast_spread(s); break;
+    case PeerAlgo::VectorPush: vector_push(s); break;
+    default: break;
     }
 }
 
 __global__ void peer_move_kernel(PeerArgs a)
 {
-    run_move(a);
+    if (is_direct(a.algo) || a.windows) {
+        __shared__ PeerArgs s;
+        const int z = zero_copy_args(a, &s);
+        if (z == kRunZeroCopy) run_zero_copy_move(s);
+        if (z != kRunPlanned) {
+            report_done(a);
+            return;
+        }
+    }
+    run_scratch_move(a);
     report_done(a);
 }
 __global__ void resident_move_kernel(PeerArgs a) { serve<run_scratch_move>(a); }

@@ -30,6 +30,7 @@
 #include "reduce_scatter_direct.cuh"
 #include "resident.cuh"
 #include "vector_push.cuh"
+#include "windows.cuh"
 
 namespace gpucoll {
 
@@ -57,16 +58,17 @@ template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &
     }
 }
 
-// Every algorithm: the zero-copy ones here, the rest through scratch.
-template <class T, class Op> __device__ void run_reduce(const PeerArgs &a)
+// The zero-copy reductions. They read the call from shared memory
+// (zero_copy_args, kernels/windows.cuh): one copy of each body, whether the
+// call was planned zero-copy or switched to it by registered windows.
+template <class T, class Op> __device__ void run_zero_copy_reduce(const PeerArgs &s)
 {
-    switch (a.algo) {
-    case PeerAlgo::LocalReduce: local_reduce<T, Op>(a); break;
-    case PeerAlgo::AllreduceDirect: allreduce_direct<T, Op>(a); break;
-    case PeerAlgo::AllreducePush: allreduce_push<T, Op>(a); break;
-    case PeerAlgo::AllreduceWrites: allreduce_writes<T, Op>(a); break;
-    case PeerAlgo::ReduceScatterDirect: reduce_scatter_direct<T, Op>(a); break;
-    default: run_scratch_reduce<T, Op>(a); break;
+    switch (s.algo) {
+    case PeerAlgo::AllreduceDirect: allreduce_direct<T, Op>(s); break;
+    case PeerAlgo::AllreducePush: allreduce_push<T, Op>(s); break;
+    case PeerAlgo::AllreduceWrites: allreduce_writes<T, Op>(s); break;
+    case PeerAlgo::ReduceScatterDirect: reduce_scatter_direct<T, Op>(s); break;
+    default: break;
     }
 }
 
@@ -77,7 +79,17 @@ template <class T, class Op> __device__ void run_reduce(const PeerArgs &a)
 // threads x 128 registers (measured: launches refused on H200).
 template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
 {
-    run_reduce<T, Op>(a);
+    if (is_direct(a.algo) || a.windows) {
+        __shared__ PeerArgs s;
+        const int z = zero_copy_args(a, &s);
+        if (z == kRunZeroCopy) run_zero_copy_reduce<T, Op>(s);
+        if (z != kRunPlanned) {
+            report_done(a);
+            return;
+        }
+    }
+    if (a.algo == PeerAlgo::LocalReduce) local_reduce<T, Op>(a);
+    else run_scratch_reduce<T, Op>(a);
     report_done(a);
 }
 template <class T, class Op> __global__ void resident_reduce_kernel(PeerArgs a) { serve<run_scratch_reduce<T, Op>>(a); }

@@ -426,6 +426,11 @@ int coll_gpu_ext_op_kind(void *fn, int bf16);
 
 /* Prints the core's last error and returns the MPI error class for `status`. */
 int coll_gpu_error(gpucoll_status_t status, const char *what);
+/* The same for the extension functions (include/coll_gpu_ext.h), which
+ * return to the application directly, not through Open MPI's error
+ * handlers: MPI_SUCCESS, MPI_ERR_NO_MEM, MPI_ERR_ARG (invalid),
+ * MPI_ERR_UNSUPPORTED_OPERATION, else MPI_ERR_OTHER. */
+int coll_gpu_mpi_class(gpucoll_status_t status, const char *what);
 
 /* ---- the entry points (coll_gpu_entry_*.c) ---------------------------------
  * COLL_GPU_ENTRIES(name, (MPI parameters up to the communicator), record):

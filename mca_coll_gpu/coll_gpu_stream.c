@@ -13,9 +13,7 @@
 
 #define COLL_GPU_EXPORT __attribute__((visibility("default")))
 
-/* MPI error classes (these functions return to the application directly,
- * not through Open MPI's error handlers). */
-static int mpi_class(gpucoll_status_t st, const char *what)
+int coll_gpu_mpi_class(gpucoll_status_t st, const char *what)
 {
     if (st == GPUCOLL_SUCCESS) return MPI_SUCCESS;
     (void)coll_gpu_error(st, what);
@@ -53,7 +51,7 @@ COLL_GPU_EXPORT int coll_gpu_impl_stream_status(MPI_Comm comm)
 {
     mca_coll_gpu_module_t *m = coll_gpu_module_of(comm);
     if (m == NULL || m->stream_team == NULL) return MPI_SUCCESS;
-    return mpi_class(gpucoll_stream_status(m->stream_team), "an enqueued collective");
+    return coll_gpu_mpi_class(gpucoll_stream_status(m->stream_team), "an enqueued collective");
 }
 
 /* What each enqueued kind's arguments mean beyond the kind table
@@ -149,7 +147,7 @@ static bool byte_run(const void *buf, size_t count, ompi_datatype_t *dtype, cons
 static int run_ordinary(const coll_gpu_call_t *c, MPI_Comm comm, int count, void *stream)
 {
     gpucoll_status_t st = gpucoll_stream_synchronize(stream);
-    if (st != GPUCOLL_SUCCESS) return mpi_class(st, "an enqueued collective's fallback");
+    if (st != GPUCOLL_SUCCESS) return coll_gpu_mpi_class(st, "an enqueued collective's fallback");
     switch (c->kind) {
     case COLL_GPU_ALLREDUCE: return MPI_Allreduce(c->sbuf, c->rbuf, count, c->rdtype, c->op, comm);
     case COLL_GPU_REDUCE: return MPI_Reduce(c->sbuf, c->rbuf, count, c->rdtype, c->op, c->root, comm);
@@ -173,7 +171,7 @@ static bool self_copy(const coll_gpu_call_t *c, int *rc, void *stream)
     const void *src, *dst;
     if (!byte_run(c->sbuf, c->scount, c->sdtype, &src) || !byte_run(c->rbuf, c->rcount, c->rdtype, &dst))
         return false;
-    *rc = mpi_class(gpucoll_copy_async((void *)dst, src, c->rcount * c->rdtype->super.size, stream),
+    *rc = coll_gpu_mpi_class(gpucoll_copy_async((void *)dst, src, c->rcount * c->rdtype->super.size, stream),
                     "an enqueued collective on one rank");
     return true;
 }
@@ -216,7 +214,7 @@ static bool enqueue_on_gpu(mca_coll_gpu_module_t *m, const coll_gpu_call_t *c, s
     if (st == GPUCOLL_SUCCESS)
         COLL_GPU_VERBOSE(50, "%s: collective %d on %zu elements enqueued (%s)", comm->c_name, (int)a.kind, a.count,
                          gpucoll_team_last_algorithm(m->stream_team));
-    *rc = mpi_class(st, "an enqueued collective");
+    *rc = coll_gpu_mpi_class(st, "an enqueued collective");
     return true;
 }
 

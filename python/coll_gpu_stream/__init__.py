@@ -31,6 +31,9 @@ an int (a cudaStream_t), or None: the current stream of the buffer's library
 
 ``declare_op`` tells coll/gpu that a user op computes what a predefined one
 does (coll_gpu_op_declare), so that it reduces it on the GPU.
+``register_window`` / ``deregister_window`` (coll_gpu_register) map a buffer
+of every rank into every other once, so that mpi4py's nonblocking calls on it
+(``comm.Iallreduce`` on CuPy arrays) run zero-copy.
 
 Needs mpi4py on Open MPI with coll/gpu loaded: its functions are found by name
 (``coll_gpu_impl_*``) in the process, where Open MPI puts its components once
@@ -44,18 +47,19 @@ from mpi4py import MPI
 from ._library import NotLoadedError, StreamError, _fn, _handle, available
 from ._types import _reduction_op, declare_op, half_types, mpi_datatype
 from ._buffers import IN_PLACE, _IN_PLACE_PTR, _count, _describe, _is_in_place, stream_handle
+from ._windows import deregister_window, register_window
 
 # tests/python/op_declare_host.py takes these from the package.
 from ._library import _from_handle, _libmpi, _symbol  # noqa: F401
 
 __all__ = ["StreamComm", "StreamError", "NotLoadedError", "IN_PLACE", "available",
-           "mpi_datatype", "half_types", "stream_handle", "declare_op"]
+           "mpi_datatype", "half_types", "stream_handle", "declare_op", "register_window", "deregister_window"]
 __version__ = "0.1.0"
 
 # Tracebacks, reprs and help() name the public objects coll_gpu_stream's, as
 # they did when they were defined in this file.
 for _public in (StreamError, NotLoadedError, available, half_types, mpi_datatype, declare_op,
-                stream_handle):
+                stream_handle, register_window, deregister_window):
     _public.__module__ = __name__
 del _public
 

@@ -71,9 +71,11 @@ _SIGNATURES = {
     "reduce_scatter_block_enqueue": [_P, _P, _I, _P, _P, _P, _P],
     "alltoall_enqueue": [_P, _I, _P, _P, _I, _P, _P, _P],
     "op_declare": [_P, _P, _P, _P],
+    "register": [_P, _P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)],
+    "deregister": [_P, _I],
 }
-# What StreamComm needs; op_declare came later and is checked by declare_op.
-_STREAM_CALLS = tuple(name for name in _SIGNATURES if name != "op_declare")
+# What StreamComm needs; the others came later and are checked where used.
+_STREAM_CALLS = tuple(name for name in _SIGNATURES if name not in ("op_declare", "register", "deregister"))
 _impl = {}
 
 

@@ -57,6 +57,7 @@ void __threadfence();
 int atomicExch(int *address, int value);
 int atomicCAS(int *address, int compare, int value);
 unsigned atomicAdd(unsigned *address, unsigned value);
+unsigned long long atomicAdd(unsigned long long *address, unsigned long long value);
 int atomicAdd(int *address, int value);
 int atomicSub(int *address, int value);
 uint64_t gpu_global_timer_ns();

@@ -305,6 +305,10 @@ int run_bench(const Options &opt, const Place &p, int argc, char **argv)
         std::unique_ptr<Report> report;
         if (p.rank == 0) report = open_report(opt, p, notes, argc, argv, where, copy_rate, copy_bytes);
         Buffers buf(p.device, opt.max_bytes);
+        const Windows windows(opt.register_windows, buf, MPI_COMM_WORLD);
+        if (opt.register_windows && p.rank == 0)
+            std::printf("# --register: %s\n", windows.status() == MPI_SUCCESS ? "both buffers are coll/gpu windows"
+                                                                             : "registration failed: calls as without");
         Host host(opt.max_bytes);
         Skips skips;
         Context x{opt, p.rank, p.nranks, buf, host, nccl, copy_rate, stream, &skips};

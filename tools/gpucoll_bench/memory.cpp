@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "check.hpp"
+#include "coll_gpu_ext.h"
 
 static void *host_alloc(size_t bytes)
 {
@@ -32,6 +33,19 @@ Buffers::~Buffers()
         std::free(send_);
         std::free(recv_);
     }
+}
+
+Windows::Windows(bool on, const Buffers &b, MPI_Comm comm) : comm_(comm)
+{
+    if (!on || !b.device()) return;
+    status_ = coll_gpu_register(comm, b.send(), b.bytes(), &send_);
+    if (status_ == MPI_SUCCESS) status_ = coll_gpu_register(comm, b.recv(), b.bytes(), &recv_);
+}
+
+Windows::~Windows()
+{
+    if (recv_ >= 0) coll_gpu_deregister(comm_, recv_);
+    if (send_ >= 0) coll_gpu_deregister(comm_, send_);
 }
 
 void Buffers::upload(void *dst, const void *host_src, size_t bytes) const

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include <mpi.h>
+
 class Buffers {
 public:
     Buffers(bool device, size_t bytes);   // both buffers get `bytes`
@@ -25,6 +27,23 @@ private:
     size_t bytes_;
     void *send_ = nullptr;
     void *recv_ = nullptr;
+};
+
+// --register: both buffers registered as coll/gpu windows of comm
+// (coll_gpu_register, collective) for as long as this lives; declared after
+// the Buffers so that it deregisters (collective) before they are freed.
+// status(): MPI_SUCCESS, or the error of the registration (nothing held).
+class Windows {
+public:
+    Windows(bool on, const Buffers &b, MPI_Comm comm);
+    ~Windows();
+    Windows(const Windows &) = delete;
+    Windows &operator=(const Windows &) = delete;
+    int status() const { return status_; }
+
+private:
+    MPI_Comm comm_;
+    int send_ = -1, recv_ = -1, status_ = MPI_SUCCESS;
 };
 
 // Device-to-device copy rate of the current GPU in bytes/s (a copy of N bytes

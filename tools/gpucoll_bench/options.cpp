@@ -48,6 +48,9 @@ static const char kUsage[] =
     "                        (the nccl-enqueue row of --mode enqueue times the same)\n"
     "  -c, --check 0|1       validate results (default 1)\n"
     "      --host            host buffers, no GPU needed (NCCL off)\n"
+    "      --register        register both buffers as coll/gpu windows of\n"
+    "                        MPI_COMM_WORLD (coll_gpu_register): nonblocking and\n"
+    "                        persistent calls on them then run zero-copy\n"
     "      --csv FILE        write results as CSV\n"
     "      --json FILE       write results as JSON\n"
     "  -h, --help            this text\n"
@@ -115,6 +118,7 @@ static bool parse_list(const std::string &s, const std::vector<T> &all, Parse pa
 static bool take_flag(const std::string &a, Options *o)
 {
     if (a == "--host") o->host = true;
+    else if (a == "--register") o->register_windows = true;
     else if (a == "--no-mpi") o->run_mpi = false;
     else if (a == "--no-staged") o->run_staged = false;
     else if (a == "--no-nccl") o->run_nccl = false;

@@ -25,6 +25,7 @@ struct Options {
     bool run_mpi = true, run_staged = true, run_nccl = true, nccl_nosync = false;
     bool check = true;
     bool host = false;
+    bool register_windows = false;       // --register: the buffers as coll/gpu windows (coll_gpu_register)
     std::string csv_file, json_file;
     int corrupt_rank = -1;               // test hook: damage one result here
 };

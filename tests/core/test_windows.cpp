@@ -1,0 +1,178 @@
+// Registered windows without a GPU: the book that places a call's buffers in
+// this rank's windows (core/windows.hpp), the descriptors and their
+// resolution against a table (kernels/windows.h), and the rule the kernels
+// follow (kernels/windows.cuh): every rank resolves every rank's posts with
+// its own table, and all must reach the same verdict, also for descriptors
+// of a window since deregistered and its slot registered again.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "../common/check.h"
+#include "windows.hpp"
+
+using namespace gpucoll;
+
+namespace {
+
+struct Post {
+    uint64_t src, dst, src_bytes, dst_bytes;
+};
+
+// The kernel's verdict on rank `me` for one call: all posts resolve.
+bool verdict(const WindowTable &t, const std::vector<Post> &posts)
+{
+    for (size_t r = 0; r < posts.size(); r++)
+        if (!window_resolve(t, (int)r, posts[r].src, posts[r].src_bytes) ||
+            !window_resolve(t, (int)r, posts[r].dst, posts[r].dst_bytes))
+            return false;
+    return true;
+}
+
+// A team of n ranks, each with its own book and its own table (its peers'
+// windows at the addresses it mapped them to), kept as windows.cpp keeps them.
+struct Team {
+    int n;
+    std::vector<WindowBook> book;
+    std::vector<WindowTable> table;
+    explicit Team(int n_) : n(n_), book(n_), table(n_) { std::memset(table.data(), 0, sizeof(WindowTable) * n_); }
+    // Every rank registers its own buffer; rank r's buffer of window w is
+    // mapped by rank m at a fake address that differs per mapper.
+    int add(const std::vector<char *> &bufs, const std::vector<size_t> &bytes)
+    {
+        const int w = book[0].free_slot();
+        for (int m = 0; m < n; m++) {
+            CHECK(book[m].free_slot() == w, "rank %d would take slot %d, rank 0 %d", m, book[m].free_slot(), w);
+            table[m].gen[w] = book[m].add(w, bufs[m], bytes[m]);
+            for (int r = 0; r < n; r++) {
+                table[m].base[w][r] = r == m ? bufs[r] : bufs[r] + 0x100000000ll * (m + 1);
+                table[m].bytes[w][r] = bytes[r];
+            }
+        }
+        for (int m = 1; m < n; m++) CHECK(table[m].gen[w] == table[0].gen[w], "generations differ");
+        return w;
+    }
+    void remove(int w)
+    {
+        for (int m = 0; m < n; m++) {
+            book[m].remove(w);
+            for (int r = 0; r < n; r++) {
+                table[m].base[w][r] = nullptr;
+                table[m].bytes[w][r] = 0;
+            }
+        }
+    }
+    // Every rank's verdict on a call with buffers (p[r], len[r]) and (q[r], qlen[r]).
+    void expect(const std::vector<char *> &p, const std::vector<size_t> &len, const std::vector<char *> &q,
+                const std::vector<size_t> &qlen, bool want, const char *what)
+    {
+        std::vector<Post> posts(n);
+        for (int r = 0; r < n; r++)
+            posts[r] = Post{book[r].describe(p[r], len[r]), book[r].describe(q[r], qlen[r]), len[r], qlen[r]};
+        for (int m = 0; m < n; m++) CHECK(verdict(table[m], posts) == want, "%s: rank %d's verdict", what, m);
+    }
+};
+
+void descriptors()
+{
+    CHECK(window_desc(-1, 1, 0) == 0);
+    CHECK(window_desc(kMaxWindows, 1, 0) == 0);
+    CHECK(window_desc(0, 1, kWindowOffsetMask + 1) == 0, "offsets past 1 TiB are no descriptor");
+    CHECK(window_desc(0, 0, 0) != 0, "window 0 at offset 0 is a descriptor (bit 63)");
+    WindowTable t{};
+    char buf[256];
+    t.base[5][2] = buf;
+    t.bytes[5][2] = 256;
+    t.gen[5] = 0x12345;
+    const uint64_t d = window_desc(5, 0x12345, 16);
+    CHECK(window_resolve(t, 2, d, 240) == buf + 16);
+    CHECK(window_resolve(t, 2, d, 241) == nullptr, "one byte past the window");
+    CHECK(window_resolve(t, 3, d, 16) == nullptr, "rank 3 has no window 5");
+    CHECK(window_resolve(t, 2, window_desc(5, 0x12344, 16), 16) == nullptr, "an older generation");
+    CHECK(window_resolve(t, 2, window_desc(5, 0x22345, 16), 16) == buf + 16, "generations compare in 16 bits");
+    CHECK(window_resolve(t, 2, 0, 0) == nullptr, "no descriptor");
+    CHECK(window_resolve(t, kMaxPeers, d, 0) == nullptr, "a rank out of range");
+    CHECK(window_resolve(t, 2, window_desc(5, 0x12345, 300), 0) == nullptr, "an offset past the end");
+}
+
+void book()
+{
+    WindowBook b;
+    CHECK(b.free_slot() == 0 && b.count() == 0);
+    alignas(16) static char a[4096], c[4096];
+    const uint32_t g0 = b.add(0, a, sizeof a);
+    CHECK(b.free_slot() == 1 && b.count() == 1);
+    CHECK(b.describe(a, sizeof a) == window_desc(0, g0, 0));
+    CHECK(b.describe(a + 64, 64) == window_desc(0, g0, 64));
+    CHECK(b.describe(a + 4096, 0) == window_desc(0, g0, 4096), "an empty range at the end");
+    CHECK(b.describe(a + 8, 8) == 0, "not 16-byte aligned");
+    CHECK(b.describe(a + 16, sizeof a) == 0, "past the end");
+    CHECK(b.describe(c, 16) == 0, "not in a window");
+    CHECK(b.describe(nullptr, 0) == 0);
+    const uint32_t g1 = b.add(1, c, sizeof c);
+    CHECK(g1 != g0 && b.describe(c + 32, 32) == window_desc(1, g1, 32));
+    b.remove(0);
+    CHECK(b.free_slot() == 0 && b.count() == 1 && !b.used(0) && b.used(1));
+    CHECK(b.describe(a, 16) == 0, "a window removed");
+    b.remove(0);
+    CHECK(b.count() == 1, "removing twice counts once");
+    const uint32_t g2 = b.add(0, a, 1024);
+    CHECK(g2 != g0 && b.describe(a, 16) == window_desc(0, g2, 0), "the slot again, a new generation");
+    for (int w = 2; w < kMaxWindows; w++) b.add(w, c, 16);
+    CHECK(b.free_slot() == -1 && b.count() == kMaxWindows);
+}
+
+void team()
+{
+    const int n = 4;
+    Team t(n);
+    alignas(16) static char mem[n][1 << 16];
+    std::vector<char *> base(n), half(n), small(n);
+    std::vector<size_t> big(n, 1 << 16), quarter(n, 1 << 14), tiny(n, 256);
+    for (int r = 0; r < n; r++) {
+        base[r] = mem[r];
+        half[r] = mem[r] + (1 << 15) + 16 * r; // each rank at its own offset
+        small[r] = mem[r] + (1 << 15);
+    }
+    t.expect(base, quarter, base, quarter, false, "no window yet");
+    const int w = t.add(base, big);
+    t.expect(base, quarter, base, quarter, true, "every buffer in a window");
+    t.expect(half, quarter, half, quarter, true, "at different offsets per rank");
+    std::vector<size_t> over = quarter;
+    over[2] = (1 << 15); // rank 2 reaches past its window
+    t.expect(half, over, half, quarter, false, "one rank's range past its window");
+    std::vector<char *> odd = half;
+    odd[1] = half[1] + 8;
+    t.expect(odd, quarter, half, quarter, false, "one rank's buffer unaligned");
+    // A descriptor made now, kept (a persistent plan, a graph), then the
+    // window deregistered and its slot registered again by smaller buffers.
+    std::vector<Post> old(n);
+    for (int r = 0; r < n; r++) old[r] = Post{t.book[r].describe(base[r], 4096), t.book[r].describe(base[r], 4096), 4096, 4096};
+    t.remove(w);
+    for (int m = 0; m < n; m++) CHECK(!verdict(t.table[m], old), "rank %d: a removed window still resolves", m);
+    // The same buffers again: only the generation tells the old descriptors apart.
+    const int w2 = t.add(base, big);
+    CHECK(w2 == w, "the freed slot is taken again");
+    for (int m = 0; m < n; m++) CHECK(!verdict(t.table[m], old), "rank %d: a stale generation resolves", m);
+    t.expect(small, tiny, small, tiny, true, "the new window");
+    // Sizes may differ per rank; each is checked against its own.
+    std::vector<size_t> uneven = {1 << 10, 1 << 12, 1 << 14, 1 << 16};
+    Team u(n);
+    u.add(base, uneven);
+    t.expect(small, tiny, small, tiny, true, "still");
+    u.expect(base, uneven, base, uneven, true, "uneven windows, each filled");
+    std::vector<size_t> too = uneven;
+    too[0] = (1 << 10) + 16;
+    u.expect(base, too, base, uneven, false, "rank 0 past its smaller window");
+}
+
+} // namespace
+
+int main()
+{
+    descriptors();
+    book();
+    team();
+    std::printf("%s\n", failures ? "test_windows: FAILED" : "test_windows: passed");
+    return failures ? 1 : 0;
+}

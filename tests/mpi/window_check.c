@@ -1,0 +1,267 @@
+/* Registered windows (include/coll_gpu_ext.h, coll_gpu_register):
+ *   a. registration on every rank gives the same window, twice;
+ *   b. MPI_Iallreduce (out of place, in place, at an offset that differs per
+ *      rank), MPI_Ibcast (every root) and MPI_Iallgather on buffers in
+ *      windows, three rounds with new inputs: MPI's results;
+ *   c. a persistent allreduce in a window started 4 times;
+ *   d. one rank's buffer outside its windows: the call runs through scratch,
+ *      still right;
+ *   e. a rank registering host memory: every rank gets MPI_ERR_ARG, window -1;
+ *   f. deregistration, a call on the buffer afterwards right; deregistering
+ *      a window nobody registered: MPI_ERR_ARG on every rank.
+ * --expect-zero-copy (run with coll_gpu_verbose 20): the line each
+ * deregistration prints must count at least one call that ran zero-copy in
+ * windows (stderr captured around it). Exits 77 without a GPU. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#if defined(OPEN_MPI) && MPI_VERSION < 4
+#include <mpi-ext.h>
+#endif
+
+#include "coll_gpu_ext.h"
+#include "test_gpu.h"
+#include "test_watchdog.h"
+
+#if MPI_VERSION >= 4 || (defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5)
+#define ALLREDUCE_INIT MPI_Allreduce_init
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define ALLREDUCE_INIT MPIX_Allreduce_init
+#endif
+
+static int rank, size, failures, checks;
+static const size_t N = (size_t)4 << 20; /* floats per call: 16 MiB, past direct_min_bytes */
+
+static void fail(const char *what, size_t i, float got, float want)
+{
+    if (failures++ < 20) printf("FAIL rank %d: %s: [%zu] = %g, expected %g\n", rank, what, i, got, want);
+    fflush(stdout);
+}
+
+static float *host(size_t n)
+{
+    float *h = malloc(n * sizeof(float));
+    if (!h) MPI_Abort(MPI_COMM_WORLD, 2);
+    return h;
+}
+
+/* Rank r's input of round k: small integers, exact in float sums. */
+static float input(int r, int k, size_t i) { return (float)((r + 1) * (k + 2) + (int)(i % 13)); }
+
+static void put(float *dev, const float *h, size_t n) { cudaMemcpy(dev, h, n * sizeof(float), cudaMemcpyHostToDevice); }
+static void get(float *h, const float *dev, size_t n) { cudaMemcpy(h, dev, n * sizeof(float), cudaMemcpyDeviceToHost); }
+
+static void wait_req(MPI_Request *req)
+{
+    MPI_Wait(req, MPI_STATUS_IGNORE);
+    still_moving();
+}
+
+/* h: an allreduce's result of round k, against the sum of every rank's input. */
+static void check_sum(const float *h, int k, const char *what)
+{
+    for (size_t i = 0; i < N; i++) {
+        float want = 0;
+        for (int r = 0; r < size; r++) want += input(r, k, i);
+        if (h[i] != want) {
+            fail(what, i, h[i], want);
+            break;
+        }
+    }
+    checks++;
+}
+
+static void allreduce(float *sbuf, float *rbuf, int k, const char *what)
+{
+    float *h = host(N);
+    for (size_t i = 0; i < N; i++) h[i] = input(rank, k, i);
+    put(sbuf ? sbuf : rbuf, h, N);
+    MPI_Request req;
+    MPI_Iallreduce(sbuf ? (const void *)sbuf : MPI_IN_PLACE, rbuf, (int)N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+    wait_req(&req);
+    get(h, rbuf, N);
+    check_sum(h, k, what);
+    free(h);
+}
+
+static void bcast(float *buf, int k, int root)
+{
+    float *h = host(N);
+    for (size_t i = 0; i < N; i++) h[i] = rank == root ? input(root, k, i) : -1.0f;
+    put(buf, h, N);
+    MPI_Request req;
+    MPI_Ibcast(buf, (int)N, MPI_FLOAT, root, MPI_COMM_WORLD, &req);
+    wait_req(&req);
+    get(h, buf, N);
+    for (size_t i = 0; i < N; i++)
+        if (h[i] != input(root, k, i)) {
+            fail("ibcast", i, h[i], input(root, k, i));
+            break;
+        }
+    checks++;
+    free(h);
+}
+
+static void allgather(float *sbuf, float *rbuf, int k)
+{
+    const size_t per = N / (size_t)size / 4 * 4;
+    float *h = host(per * (size_t)size);
+    for (size_t i = 0; i < per; i++) h[i] = input(rank, k, i);
+    put(sbuf, h, per);
+    MPI_Request req;
+    MPI_Iallgather(sbuf, (int)per, MPI_FLOAT, rbuf, (int)per, MPI_FLOAT, MPI_COMM_WORLD, &req);
+    wait_req(&req);
+    get(h, rbuf, per * (size_t)size);
+    for (int r = 0; r < size; r++)
+        for (size_t i = 0; i < per; i++)
+            if (h[(size_t)r * per + i] != input(r, k, i)) {
+                fail("iallgather", (size_t)r * per + i, h[(size_t)r * per + i], input(r, k, i));
+                r = size;
+                break;
+            }
+    checks++;
+    free(h);
+}
+
+#ifdef ALLREDUCE_INIT
+static void persistent(float *buf)
+{
+    MPI_Request req;
+    ALLREDUCE_INIT(MPI_IN_PLACE, buf, (int)N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    float *h = host(N);
+    for (int k = 0; k < 4; k++) {
+        for (size_t i = 0; i < N; i++) h[i] = input(rank, k, i);
+        put(buf, h, N);
+        MPI_Start(&req);
+        wait_req(&req);
+        get(h, buf, N);
+        check_sum(h, k, "persistent allreduce");
+    }
+    MPI_Request_free(&req);
+    free(h);
+}
+#endif
+
+/* The same answer on every rank, or a failure. */
+static void agree(int v, const char *what)
+{
+    int lo = v, hi = v;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (lo != hi && failures++ < 20) printf("FAIL rank %d: %s: %d here, ranks range %d..%d\n", rank, what, v, lo, hi);
+    checks++;
+}
+
+/* Deregisters `w`; with expect_zero_copy, the verbose line must count a
+ * call that ran zero-copy in windows. */
+static void deregister(int w, int expect_zero_copy)
+{
+    fflush(stderr);
+    FILE *f = tmpfile();
+    int saved = dup(2);
+    if (f && saved >= 0) dup2(fileno(f), 2);
+    int rc = coll_gpu_deregister(MPI_COMM_WORLD, w);
+    fflush(stderr);
+    char text[4096] = "";
+    if (f && saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+        rewind(f);
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+        fputs(text, stderr);
+    }
+    if (rc != MPI_SUCCESS && failures++ < 20) printf("FAIL rank %d: deregistering window %d: error %d\n", rank, w, rc);
+    /* "coll:gpu: rank R: window W deregistered; N queued calls ran zero-copy in windows so far" */
+    const char *line = strstr(text, "deregistered; ");
+    unsigned long long calls = line ? strtoull(line + strlen("deregistered; "), NULL, 10) : 0;
+    if (expect_zero_copy && calls == 0 && failures++ < 20)
+        printf("FAIL rank %d: no call ran zero-copy in windows before window %d was deregistered (%s)\n", rank, w,
+               line ? "the count is 0" : "no verbose line: run with coll_gpu_verbose 20");
+    checks++;
+}
+
+int main(int argc, char **argv)
+{
+    int provided, expect_zero_copy = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--expect-zero-copy")) expect_zero_copy = 1;
+    if (test_select_gpu(0, NULL, NULL) < 0) {
+        if (rank == 0) printf("window_check: skipped: no GPU\n");
+        MPI_Finalize();
+        return 77;
+    }
+    watchdog_init("window_check", rank, 120, 0);
+    const size_t bytes = N * sizeof(float) * (size_t)(size + 1);
+    float *a = test_mem_alloc(1, -1, bytes), *b = test_mem_alloc(1, -1, bytes), *c = test_mem_alloc(1, -1, bytes);
+    MPI_Barrier(MPI_COMM_WORLD); /* sets the GPU path up: nonblocking calls need it */
+
+    begin_part("a. register");
+    int wa = -1, wb = -1;
+    int rc = coll_gpu_register(MPI_COMM_WORLD, a, bytes, &wa);
+    if (rc == MPI_ERR_UNSUPPORTED_OPERATION) {
+        if (rank == 0) printf("window_check: skipped: no GPU path on this communicator\n");
+        MPI_Finalize();
+        return 77;
+    }
+    if (rc != MPI_SUCCESS || wa < 0) printf("FAIL rank %d: registering a: error %d, window %d\n", rank, rc, wa), failures++;
+    rc = coll_gpu_register(MPI_COMM_WORLD, b, bytes, &wb);
+    if (rc != MPI_SUCCESS || wb < 0 || wb == wa) printf("FAIL rank %d: registering b: error %d, window %d\n", rank, rc, wb), failures++;
+    agree(wa, "window of a");
+    agree(wb, "window of b");
+    end_part();
+
+    begin_part("b. nonblocking calls in windows");
+    for (int k = 0; k < 3; k++) {
+        allreduce(a, b, k, "iallreduce a -> b");
+        allreduce(NULL, a, k, "iallreduce in place");
+        allreduce(a + 4 * (size_t)(rank + 1), b + 4 * (size_t)(size - rank), k, "iallreduce at offsets");
+        for (int root = 0; root < size; root++) bcast(b, k, root);
+        allgather(a, b, k);
+    }
+    end_part();
+#ifdef ALLREDUCE_INIT
+    begin_part("c. persistent");
+    persistent(b + 64);
+    end_part();
+#endif
+    begin_part("d. one rank outside its windows");
+    allreduce(rank == size - 1 ? c : a, b, 5, "iallreduce, one input unregistered");
+    end_part();
+
+    begin_part("e. host memory refused");
+    float *h = host(1024);
+    int we = 7;
+    rc = coll_gpu_register(MPI_COMM_WORLD, rank == 0 ? (void *)h : (void *)c, 4096, &we);
+    if (rc != MPI_ERR_ARG || we != -1)
+        printf("FAIL rank %d: registering host memory on rank 0: error %d (want MPI_ERR_ARG), window %d\n", rank, rc, we),
+            failures++;
+    checks++;
+    free(h);
+    end_part();
+
+    begin_part("f. deregister");
+    deregister(wa, expect_zero_copy);
+    deregister(wb, 0);
+    allreduce(a, b, 6, "iallreduce after deregistration");
+    rc = coll_gpu_deregister(MPI_COMM_WORLD, 63);
+    if (rc != MPI_ERR_ARG) printf("FAIL rank %d: deregistering window 63: error %d, want MPI_ERR_ARG\n", rank, rc), failures++;
+    checks++;
+    end_part();
+
+    test_mem_free(1, a);
+    test_mem_free(1, b);
+    test_mem_free(1, c);
+    int all = failures;
+    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("window_check: %d checks per rank, %d failed\n", checks, all);
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
