@@ -384,6 +384,17 @@ bool window_plan(gpucoll_plan *p)
     return p->win_ok;
 }
 
+// Registered windows: the kernel of a launch of `plan` with `blocks`
+// switches to the zero-copy plan where every rank's buffers are in one
+// (windows_args sets k up); the grid that serves both plans.
+int with_windows(gpucoll_plan *p, const Plan &plan, int blocks, PeerArgs *k)
+{
+    gpucoll_team *t = p->team;
+    if (p->zero_copy || is_ll(plan.algo) || !t->windows || !window_plan(p) || !windows_args(t, p->a, p->win_zc, k))
+        return blocks;
+    return p->win_blocks > blocks ? p->win_blocks : blocks;
+}
+
 // The kernel's arguments for a launch of `plan` now: the next barrier
 // epoch or LL flag of the team (taken), the mapped buffers of a zero-copy
 // plan, the number its end is reported under.
@@ -439,11 +450,7 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
     }
     PeerArgs k = launch_args(p, *plan);
     p->done_value = k.done_value;
-    // Registered windows: the kernel switches to zero-copy where every
-    // rank's buffers are in one; one grid for both plans.
-    if (!p->zero_copy && !is_ll(plan->algo) && t->windows && window_plan(p) && windows_args(t, p->a, p->win_zc, &k) &&
-        p->win_blocks > blocks)
-        blocks = p->win_blocks;
+    blocks = with_windows(p, *plan, blocks, &k);
     gpuError_t e;
     // A copy into a stand-in may still be landing when the copy call returns
     // (device to device; the DMA of pageable host memory): with order none
