@@ -273,6 +273,16 @@ gpucoll_status_t gpucoll_stream_enqueue(gpucoll_team_t *team, const gpucoll_coll
  * (a peer timeout, the LL flags spent, arguments that differ) or a launch
  * of this rank that failed: then every later call fails too. Never waits. */
 gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *team);
+/* The team's stream-ordered calls use `owner`'s registered windows from now
+ * on (a call whose buffers lie in them on every rank runs zero-copy, as a
+ * queued call does). `owner` must outlive `team`, and every rank must make
+ * the same link (the windows are then alike on every rank). */
+void gpucoll_stream_use_windows(gpucoll_team_t *team, gpucoll_team_t *owner);
+/* Waits until the calls this rank enqueued outside a capture have run (not
+ * graphs: their replays are the caller's to have finished): before a
+ * window they may use is deregistered. GPUCOLL_ERR_PEER: a peer is gone or
+ * they stopped finishing within the debugging timeout. */
+gpucoll_status_t gpucoll_stream_drain(gpucoll_team_t *team);
 /* Ends the team's stream-ordered kernels at their next wait, those queued
  * too, and fails its later calls: before gpucoll_team_destroy on a team
  * whose peers' kernels may have stopped (their partners here would wait for

@@ -182,6 +182,9 @@ struct gpucoll_team {
     // and the collective rounds of registrations and deregistrations so far.
     gpucoll::TeamWindows *windows = nullptr;
     uint64_t window_rounds = 0;
+    // A stream-ordered team's calls use the windows of the communicator's
+    // ordinary team (gpucoll_stream_use_windows), which outlives it.
+    gpucoll_team *window_owner = nullptr;
     bool persist_slot_busy[gpucoll::kPersistSlots] = {}; // under temps_mu
     uint64_t queued_undrained = 0; // launched since the queue was last seen empty
     // Queued calls whose keys this rank published (ShmRank::qkeys), and how

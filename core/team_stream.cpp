@@ -25,6 +25,7 @@
 #include "gpu_error.hpp"
 #include "no_throw.hpp"
 #include "team_state.hpp"
+#include "windows.hpp"
 
 using namespace gpucoll;
 
@@ -158,7 +159,8 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
     k.stream_calls = t->stream_calls;
     k.stream_epochs = is_ll(plan.algo) ? 0 : (a.count + plan.chunk - 1) / plan.chunk;
     if (eager) k.stream_epochs |= kStreamEager;
-    st = launch_step(t, Launch{&k, a.dtype, a.op, c.blocks, static_cast<gpuStream_t>(stream), nullptr,
+    const int blocks = stream_windows(t, a, plan, c.blocks, &k);
+    st = launch_step(t, Launch{&k, a.dtype, a.op, blocks, static_cast<gpuStream_t>(stream), nullptr,
                                "an enqueued collective", false},
                      nullptr);
     if (st != GPUCOLL_SUCCESS) return st;
@@ -199,24 +201,38 @@ bool still_waiting(gpucoll_team *t, Clock::time_point deadline)
 
 } // namespace
 
+namespace {
+
+// Waits until the team's calls enqueued outside a capture have run, however
+// long the work queued before them takes and however late a peer is,
+// unless a peer is gone (their kernels then end too, core/peer_watch.hpp)
+// or the debugging timeout_ms is set and they stop finishing. Graphs are
+// the caller's to have finished. Sets *done to the count that ran.
+gpuError_t wait_eager_calls(gpucoll_team *t, uint64_t *done)
+{
+    gpuError_t e = gpuSuccess;
+    uint64_t seen = UINT64_MAX;
+    *done = 0;
+    auto deadline = Clock::now() + patience();
+    while ((e = read_counter(t, &t->stream_calls->eager_done, done)) == gpuSuccess && *done < t->stream_eager &&
+           still_waiting(t, deadline)) {
+        if (*done != seen) deadline = Clock::now() + patience();
+        seen = *done;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return e;
+}
+
+} // namespace
+
 void gpucoll::close_stream_calls(gpucoll_team *t)
 {
     if (!t->stream_calls) return;
     DeviceGuard g(t->device);
     StreamCalls *sc = t->stream_calls;
-    gpuError_t e = gpuSuccess;
-    // MPI_Comm_free lets pending work finish: the calls enqueued outside a
-    // capture run first, however long the work queued before them takes
-    // and however late a peer is, unless a peer is gone (their kernels then
-    // end too, core/peer_watch.hpp) or the debugging timeout_ms is set and
-    // they stop finishing. Graphs are the caller's to have finished.
-    uint64_t done = 0, seen = UINT64_MAX;
-    auto deadline = Clock::now() + patience();
-    while ((e = read_counter(t, &sc->eager_done, &done)) == gpuSuccess && done < t->stream_eager && still_waiting(t, deadline)) {
-        if (done != seen) deadline = Clock::now() + patience();
-        seen = done;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
+    // MPI_Comm_free lets pending work finish.
+    uint64_t done = 0;
+    gpuError_t e = wait_eager_calls(t, &done);
     // Then nothing more may start: kernels of graphs launched later, or of
     // calls still queued, find `closed` and touch nothing. Those that read
     // it open are counted in `active` until they end.
@@ -224,7 +240,7 @@ void gpucoll::close_stream_calls(gpucoll_team *t)
     if (e == gpuSuccess) e = gpuMemcpyAsync(&sc->closed, &closed, sizeof closed, gpuMemcpyHostToDevice, t->queued_stream);
     if (e == gpuSuccess) e = gpuStreamSynchronize(t->queued_stream);
     int32_t active = 1;
-    deadline = Clock::now() + patience();
+    auto deadline = Clock::now() + patience();
     while (e == gpuSuccess && (e = read_counter(t, &sc->active, &active)) == gpuSuccess && active > 0 &&
            still_waiting(t, deadline))
         std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -253,6 +269,24 @@ extern "C" gpucoll_status_t gpucoll_stream_status(const gpucoll_team_t *t)
     // Compares the keys that have arrived and may note which peer is gone:
     // the team changes, the call does not wait.
     return settled_status(const_cast<gpucoll_team_t *>(t));
+}
+
+extern "C" void gpucoll_stream_use_windows(gpucoll_team_t *t, gpucoll_team_t *owner)
+{
+    if (t && t != owner) t->window_owner = owner;
+}
+
+extern "C" gpucoll_status_t gpucoll_stream_drain(gpucoll_team_t *t)
+{
+    if (!t || !t->stream_calls) return GPUCOLL_SUCCESS;
+    return no_throw([&] {
+        DeviceGuard g(t->device);
+        uint64_t done = 0;
+        gpuError_t e = wait_eager_calls(t, &done);
+        if (e != gpuSuccess) return gpu_error("waiting for the enqueued collectives", e);
+        return done < t->stream_eager ? gpucoll_fail(GPUCOLL_ERR_PEER, "enqueued collectives stopped finishing")
+                                      : GPUCOLL_SUCCESS;
+    });
 }
 
 extern "C" void gpucoll_stream_stop(gpucoll_team_t *t)

@@ -188,14 +188,23 @@ gpucoll_status_t windows_deregister(gpucoll_team *t, int id)
     unsigned long long calls = 0;
     if (config().verbose >= 20 &&
         gpuMemcpy(&calls, &ws->device->zero_copy_calls, sizeof calls, gpuMemcpyDeviceToHost) == gpuSuccess)
-        fprintf(stderr, "coll:gpu: rank %d: window %d deregistered; %llu queued calls ran zero-copy in windows so far\n",
+        fprintf(stderr, "coll:gpu: rank %d: window %d deregistered; %llu calls ran zero-copy in windows so far\n",
                 t->rank, id, calls);
     return st;
 }
 
+namespace {
+
+TeamWindows *windows_used_by(gpucoll_team *t)
+{
+    return t->windows ? t->windows : t->window_owner ? t->window_owner->windows : nullptr;
+}
+
+} // namespace
+
 bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k)
 {
-    TeamWindows *ws = t->windows;
+    TeamWindows *ws = windows_used_by(t);
     if (!ws || ws->book.count() == 0 || !is_direct(zc.algo)) return false;
     if (zc.algo == PeerAlgo::ReduceScatterDirect || zc.algo == PeerAlgo::VectorPush) return false;
     const size_t elt = gpucoll_dtype_size(a.dtype), bytes = a.count * elt;
@@ -209,6 +218,19 @@ bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc,
     k->window_src = ws->book.describe(k->src, bytes);
     k->window_dst = ws->book.describe(k->dst, dst_bytes);
     return true;
+}
+
+int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k)
+{
+    const TeamWindows *ws = windows_used_by(t);
+    if (!ws || ws->book.count() == 0 || is_ll(plan.algo) || is_direct(plan.algo)) return blocks;
+    const gpucoll_config_t &cfg = config();
+    Plan zc{};
+    if (!zero_copy_candidate(a, cfg, t->size) || !make_plan(a, t->rank, t->size, cfg, true, &zc, t->share, true) ||
+        !windows_args(t, a, zc, k))
+        return blocks;
+    const int zc_blocks = blocks_for(zc, gpucoll_dtype_size(a.dtype), cfg, t->size, t->share);
+    return zc_blocks > blocks ? zc_blocks : blocks;
 }
 
 void windows_release(gpucoll_team *t)

@@ -61,6 +61,11 @@ gpucoll_status_t windows_deregister(gpucoll_team *t, int id);
 // `zc` when every rank's buffers are in windows. Returns whether it did
 // (the grid must then be the larger of the two plans').
 bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k);
+// For a stream-ordered call planned as `plan` with `blocks`: sets k's
+// window fields as windows_args does, where the windows the team uses
+// (its own or its owner's) could serve the call; returns the grid that
+// serves both plans. From the call alone, alike on every rank.
+int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k);
 // At the team's end, its queue drained: the table and the mappings go.
 void windows_release(gpucoll_team *t);
 

@@ -294,8 +294,9 @@ COLL_GPU_EXT_FORWARD(alltoall_enqueue,
 
 /* ---- registered windows --------------------------------------------------- *
  * Buffers every rank maps every other rank's once, up front, so that
- * nonblocking and persistent collectives on them run zero-copy (as the
- * blocking ones do) from their first call, with no wait at the call:
+ * nonblocking, persistent and stream-ordered collectives on them (captured
+ * ones too) run zero-copy (as the blocking ones do) from their first call,
+ * with no wait at the call:
  *
  *     int win;
  *     coll_gpu_register(comm, dev_buf, bytes, &win);   // every rank, collective
@@ -312,12 +313,15 @@ COLL_GPU_EXT_FORWARD(alltoall_enqueue,
  *   of it serves: a call whose buffers on every rank lie in windows (each
  *   rank's in its own, at any offset) runs zero-copy. Today that is
  *   MPI_Iallreduce, MPI_Ibcast and MPI_Iallgather and their persistent
- *   forms, from the size at which the blocking call runs zero-copy
+ *   forms, and coll_gpu_{allreduce,bcast,allgather}_enqueue (in a graph
+ *   too), from the size at which the blocking call runs zero-copy
  *   (coll_gpu_direct_min_bytes); other calls run as before. Results are the
  *   same either way.
  * - Deregistering waits until no collective of this rank may still read or
- *   write the window and every rank has got as far; from its return the
- *   buffer may be freed. Freeing a registered buffer first is erroneous: the
+ *   write the window (its enqueued calls included; replays of a graph that
+ *   uses it are the caller's to have finished) and every rank has got as
+ *   far; from its return the buffer may be freed. A graph captured on the
+ *   window and replayed later runs through scratch. Freeing a registered buffer first is erroneous: the
  *   peers' mappings keep its memory alive (the driver's rule), and a
  *   collective that still reaches it reads freed memory.
  * - At most 64 windows per communicator; freeing the communicator

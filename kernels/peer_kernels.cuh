@@ -92,7 +92,10 @@ template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
     else run_scratch_reduce<T, Op>(a);
     report_done(a);
 }
-template <class T, class Op> __global__ void resident_reduce_kernel(PeerArgs a) { serve<run_scratch_reduce<T, Op>>(a); }
+template <class T, class Op> __global__ void resident_reduce_kernel(PeerArgs a)
+{
+    serve<run_scratch_reduce<T, Op>, run_zero_copy_reduce<T, Op>>(a);
+}
 
 __global__ void peer_move_kernel(PeerArgs a);
 __global__ void resident_move_kernel(PeerArgs a);

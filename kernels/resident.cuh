@@ -13,6 +13,7 @@
 
 #include "peer_sync.cuh"
 #include "stream_calls.h"
+#include "windows.cuh"
 
 namespace gpucoll {
 
@@ -137,7 +138,21 @@ __device__ inline void end_stream_call(const PeerArgs &cmd, StreamCalls *sc, con
     atomicSub(&sc->active, 1);
 }
 
-template <void (*Body)(const PeerArgs &)> __device__ void serve(const PeerArgs &first)
+// A stream-ordered call on a team with registered windows (cmd.windows) may
+// switch to its zero-copy plan (take_windows, kernels/windows.cuh): every
+// rank reads the same posts and switches alike. It still moves the stream's
+// counters on by the planned call's epochs, alike on every rank.
+template <void (*Body)(const PeerArgs &), void (*ZeroCopy)(const PeerArgs &)>
+__device__ void run_stream_call(const PeerArgs &cmd)
+{
+    if (!cmd.windows) return Body(cmd);
+    __shared__ PeerArgs zc;
+    const int z = take_windows(cmd, &zc);
+    if (z == kRunZeroCopy) ZeroCopy(zc);
+    else if (z == kRunPlanned) Body(cmd);
+}
+
+template <void (*Body)(const PeerArgs &), void (*ZeroCopy)(const PeerArgs &)> __device__ void serve(const PeerArgs &first)
 {
     __shared__ PeerArgs cmd;
     __shared__ int more;
@@ -154,7 +169,8 @@ template <void (*Body)(const PeerArgs &)> __device__ void serve(const PeerArgs &
     uint64_t word = doorbell_of(r, r.seq);
     for (;;) {
         __syncthreads();
-        if (!first.stream_calls || stream.verdict == kStreamRun) Body(cmd);
+        if (!first.stream_calls) Body(cmd);
+        else if (stream.verdict == kStreamRun) run_stream_call<Body, ZeroCopy>(cmd);
         if (first.stream_calls) {
             end_stream_call(cmd, first.stream_calls, stream);
             return;

@@ -52,12 +52,13 @@ static void gpu_module_destruct(mca_coll_gpu_module_t *m)
     if (m->prev.name##_module) OBJ_RELEASE(m->prev.name##_module);
     COLL_GPU_WRAPPED(COLL_GPU_RELEASE)
 #undef COLL_GPU_RELEASE
-    if (m->team) gpucoll_team_destroy(m->team);
-    m->team = NULL;
     /* Waits for its enqueued kernels (they end, or stop because a peer is
-     * gone); later launches of graphs that hold them do nothing. */
+     * gone); later launches of graphs that hold them do nothing. Before the
+     * ordinary team, whose registered windows those kernels may read. */
     if (m->stream_team) gpucoll_team_destroy(m->stream_team);
     m->stream_team = NULL;
+    if (m->team) gpucoll_team_destroy(m->team);
+    m->team = NULL;
     /* Local and bounded: no MPI call (Open MPI 4.1 destroys the module after
      * unselecting it, possibly at different times on different ranks); the
      * UCX group close never waits on a peer, the node-local team leaves its
@@ -213,6 +214,9 @@ bool coll_gpu_stream_team_ensure(mca_coll_gpu_module_t *m)
         m->stream_team = NULL;
         return false;
     }
+    /* The windows registered on the communicator serve these calls too
+     * (alike: the ordinary team exists on every rank or on none). */
+    if (m->team) gpucoll_stream_use_windows(m->stream_team, m->team);
     COLL_GPU_VERBOSE(10, "%s: stream-ordered collectives ready (%d ranks)", m->comm->c_name, ompi_comm_size(m->comm));
     return true;
 }

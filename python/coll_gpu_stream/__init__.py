@@ -33,7 +33,8 @@ an int (a cudaStream_t), or None: the current stream of the buffer's library
 does (coll_gpu_op_declare), so that it reduces it on the GPU.
 ``register_window`` / ``deregister_window`` (coll_gpu_register) map a buffer
 of every rank into every other once, so that mpi4py's nonblocking calls on it
-(``comm.Iallreduce`` on CuPy arrays) run zero-copy.
+(``comm.Iallreduce`` on CuPy arrays) and this package's stream-ordered calls
+(captured ones too) run zero-copy.
 
 Needs mpi4py on Open MPI with coll/gpu loaded: its functions are found by name
 (``coll_gpu_impl_*``) in the process, where Open MPI puts its components once

@@ -9,9 +9,13 @@
  *   e. a rank registering host memory: every rank gets MPI_ERR_ARG, window -1;
  *   f. deregistration, a call on the buffer afterwards right; deregistering
  *      a window nobody registered: MPI_ERR_ARG on every rank.
+ *   g. stream-ordered calls (allreduce out of place, bcast from every root,
+ *      allgather) and a captured graph's replays on a window: MPI's results;
+ *      the graph replayed after the window's deregistration: still right.
  * --expect-zero-copy (run with coll_gpu_verbose 20): the line each
  * deregistration prints must count at least one call that ran zero-copy in
- * windows (stderr captured around it). Exits 77 without a GPU. */
+ * windows (stderr captured around it), and part g's deregistration more
+ * than the one before it. Exits 77 without a GPU. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -156,8 +160,8 @@ static void agree(int v, const char *what)
 }
 
 /* Deregisters `w`; with expect_zero_copy, the verbose line must count a
- * call that ran zero-copy in windows. */
-static void deregister(int w, int expect_zero_copy)
+ * call that ran zero-copy in windows. Returns the count. */
+static unsigned long long deregister(int w, int expect_zero_copy)
 {
     fflush(stderr);
     FILE *f = tmpfile();
@@ -176,13 +180,106 @@ static void deregister(int w, int expect_zero_copy)
         fputs(text, stderr);
     }
     if (rc != MPI_SUCCESS && failures++ < 20) printf("FAIL rank %d: deregistering window %d: error %d\n", rank, w, rc);
-    /* "coll:gpu: rank R: window W deregistered; N queued calls ran zero-copy in windows so far" */
+    /* "coll:gpu: rank R: window W deregistered; N calls ran zero-copy in windows so far" */
     const char *line = strstr(text, "deregistered; ");
     unsigned long long calls = line ? strtoull(line + strlen("deregistered; "), NULL, 10) : 0;
     if (expect_zero_copy && calls == 0 && failures++ < 20)
         printf("FAIL rank %d: no call ran zero-copy in windows before window %d was deregistered (%s)\n", rank, w,
                line ? "the count is 0" : "no verbose line: run with coll_gpu_verbose 20");
     checks++;
+    return calls;
+}
+
+static int mpi_ok(int rc, const char *what)
+{
+    if (rc != MPI_SUCCESS && failures++ < 20) printf("FAIL rank %d: %s: error %d\n", rank, what, rc);
+    return rc == MPI_SUCCESS;
+}
+
+static void settle(cudaStream_t st, const char *what)
+{
+    cudaError_t e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess && failures++ < 20) printf("FAIL rank %d: %s: %s\n", rank, what, cudaGetErrorString(e));
+    still_moving();
+}
+
+/* g: stream-ordered calls on `buf` (a window of N * (size + 1) floats). */
+static void enqueued_calls(float *buf, cudaStream_t st)
+{
+    float *h = host(N * (size_t)(size + 1));
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < N; i++) h[i] = input(rank, k, i);
+        put(buf, h, N);
+        if (mpi_ok(coll_gpu_allreduce_enqueue(buf, buf + N, (int)N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, st),
+                   "allreduce_enqueue"))
+            settle(st, "allreduce_enqueue");
+        get(h, buf + N, N);
+        check_sum(h, k, "allreduce_enqueue");
+        for (int root = 0; root < size; root++) {
+            for (size_t i = 0; i < N; i++) h[i] = rank == root ? input(root, k, i) : -1.0f;
+            put(buf, h, N);
+            if (mpi_ok(coll_gpu_bcast_enqueue(buf, (int)N, MPI_FLOAT, root, MPI_COMM_WORLD, st), "bcast_enqueue"))
+                settle(st, "bcast_enqueue");
+            get(h, buf, N);
+            for (size_t i = 0; i < N; i++)
+                if (h[i] != input(root, k, i)) {
+                    fail("bcast_enqueue", i, h[i], input(root, k, i));
+                    break;
+                }
+            checks++;
+        }
+        const size_t per = N / (size_t)size / 4 * 4;
+        for (size_t i = 0; i < per; i++) h[i] = input(rank, k, i);
+        put(buf, h, per);
+        if (mpi_ok(coll_gpu_allgather_enqueue(buf, (int)per, MPI_FLOAT, buf + N, (int)per, MPI_FLOAT, MPI_COMM_WORLD, st),
+                   "allgather_enqueue"))
+            settle(st, "allgather_enqueue");
+        get(h, buf + N, per * (size_t)size);
+        for (size_t j = 0; j < per * (size_t)size; j++)
+            if (h[j] != input((int)(j / per), k, j % per)) {
+                fail("allgather_enqueue", j, h[j], input((int)(j / per), k, j % per));
+                break;
+            }
+        checks++;
+    }
+    free(h);
+}
+
+/* g: an in-place allreduce on `buf` captured once, replayed `replays` times
+ * with new inputs from round `k0` on. */
+static void replay(cudaGraphExec_t exec, float *buf, cudaStream_t st, int k0, int replays, const char *what)
+{
+    float *h = host(N);
+    for (int k = k0; k < k0 + replays; k++) {
+        for (size_t i = 0; i < N; i++) h[i] = input(rank, k, i);
+        put(buf, h, N);
+        cudaError_t e = cudaGraphLaunch(exec, st);
+        if (e != cudaSuccess && failures++ < 20) printf("FAIL rank %d: %s: launch: %s\n", rank, what, cudaGetErrorString(e));
+        settle(st, what);
+        get(h, buf, N);
+        check_sum(h, k, what);
+    }
+    free(h);
+}
+
+static cudaGraphExec_t capture_allreduce(float *buf, cudaStream_t st)
+{
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    if (cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal) != cudaSuccess) {
+        if (failures++ < 20) printf("FAIL rank %d: cudaStreamBeginCapture\n", rank);
+        return NULL;
+    }
+    int rc = coll_gpu_allreduce_enqueue(MPI_IN_PLACE, buf, (int)N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, st);
+    cudaError_t e = cudaStreamEndCapture(st, &graph);
+    if (mpi_ok(rc, "captured allreduce_enqueue") && e == cudaSuccess &&
+        cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess) {
+        cudaGraphDestroy(graph);
+        return exec;
+    }
+    if (failures++ < 20) printf("FAIL rank %d: capturing an allreduce: %s\n", rank, cudaGetErrorString(e));
+    if (graph) cudaGraphDestroy(graph);
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -249,11 +346,32 @@ int main(int argc, char **argv)
 
     begin_part("f. deregister");
     deregister(wa, expect_zero_copy);
-    deregister(wb, 0);
+    const unsigned long long before = deregister(wb, 0);
     allreduce(a, b, 6, "iallreduce after deregistration");
     rc = coll_gpu_deregister(MPI_COMM_WORLD, 63);
     if (rc != MPI_ERR_ARG) printf("FAIL rank %d: deregistering window 63: error %d, want MPI_ERR_ARG\n", rank, rc), failures++;
     checks++;
+    end_part();
+
+    begin_part("g. stream-ordered calls and graphs in a window");
+    cudaStream_t st;
+    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    int wc = -1;
+    if (mpi_ok(coll_gpu_stream_init(MPI_COMM_WORLD), "coll_gpu_stream_init") &&
+        mpi_ok(coll_gpu_register(MPI_COMM_WORLD, c, bytes, &wc), "registering c")) {
+        enqueued_calls(c, st);
+        cudaGraphExec_t exec = capture_allreduce(c + N, st);
+        if (exec) replay(exec, c + N, st, 10, 3, "graph replay in a window");
+        const unsigned long long after = deregister(wc, expect_zero_copy);
+        if (expect_zero_copy && after <= before && failures++ < 20)
+            printf("FAIL rank %d: no stream-ordered call ran zero-copy in a window (%llu calls before, %llu after)\n",
+                   rank, before, after);
+        checks++;
+        /* Its descriptors are stale now: the replays go through scratch. */
+        if (exec) replay(exec, c + N, st, 20, 2, "graph replay after deregistration");
+        if (exec) cudaGraphExecDestroy(exec);
+    }
+    cudaStreamDestroy(st);
     end_part();
 
     test_mem_free(1, a);
