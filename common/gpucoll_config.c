@@ -18,6 +18,7 @@ void gpucoll_config_fill_defaults(gpucoll_config_t *c)
     c->threads_per_block -= c->threads_per_block % 32;
     if (c->timeout_ms < 0) c->timeout_ms = GPUCOLL_DEFAULT_TIMEOUT_MS; /* 0: no bound, the default */
     if (!c->direct_min_bytes) c->direct_min_bytes = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES;
+    if (!c->window_move_min_bytes) c->window_move_min_bytes = GPUCOLL_DEFAULT_WINDOW_MOVE_MIN_BYTES;
     if (c->ipc_cache_entries <= 0) c->ipc_cache_entries = GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES;
     if (!c->ipc_cache_bytes) c->ipc_cache_bytes = GPUCOLL_DEFAULT_IPC_CACHE_BYTES;
     if (c->resident_us < 0) c->resident_us = 0;

@@ -48,6 +48,9 @@ typedef struct gpucoll_config {
     int timeout_ms;                  /* debugging only: a wait on another rank fails past it (0: never; a
                                         late rank is not an error, a gone one ends every wait) */
     size_t direct_min_bytes;         /* zero-copy (mapped user buffers) from this size on */
+    size_t window_move_min_bytes;    /* bcast and allgather in registered windows without a host agreement
+                                        (nonblocking, persistent, stream-ordered) switch to zero-copy from
+                                        this size of output on */
     int direct_style;                /* gpucoll_direct_style_t (int: the MCA parameter's storage): loads or
                                         stores for allreduce, allgather and bcast zero-copy, where the
                                         automatic choice picks (not forced by algorithm[]) */
@@ -169,6 +172,11 @@ typedef enum gpucoll_inter_path {
 #define GPUCOLL_MAX_THREADS_PER_BLOCK 512
 #define GPUCOLL_DEFAULT_TIMEOUT_MS 0
 #define GPUCOLL_DEFAULT_DIRECT_MIN_BYTES (4u * 1024u * 1024u)
+/* The windows' posting round costs a queued or stream-ordered bcast or allgather ~4 us, which the
+   zero-copy kernel wins back only on large messages: on 4 x H200 (2026-11-28) it lost at 4 and
+   16 MiB against the scratch plans (bcast_forward, allgather through scratch) and won at 64 MiB
+   and above. Allreduce, whose scratch plan is slower, switches from direct_min_bytes. */
+#define GPUCOLL_DEFAULT_WINDOW_MOVE_MIN_BYTES (32u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64
 /* A mapping of a live peer buffer costs no memory, one of a freed buffer keeps it allocated on the
    owner's GPU (its owner's notice unmaps it after the next collective, core/ipc_notices.hpp; the

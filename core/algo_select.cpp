@@ -383,7 +383,7 @@ uint64_t plan_config_fingerprint(const gpucoll_config_t &cfg)
     Fnv f;
     for (int k = 0; k < GPUCOLL_FORCEABLE_KINDS; k++) f.add((uint64_t)cfg.algorithm[k]);
     for (size_t v : {cfg.oneshot_max_bytes, cfg.scratch_bytes, cfg.block_bytes, cfg.direct_min_bytes,
-                     cfg.resident_max_bytes, cfg.ll_max_bytes})
+                     cfg.resident_max_bytes, cfg.ll_max_bytes, cfg.window_move_min_bytes})
         f.add(v);
     for (int v : {cfg.max_blocks, cfg.busy_max_blocks, cfg.threads_per_block, cfg.direct_style, cfg.resident_us > 0 ? 1 : 0,
                   cfg.resident_blocks, calls_at_once(cfg)})

@@ -202,10 +202,21 @@ TeamWindows *windows_used_by(gpucoll_team *t)
 
 } // namespace
 
+bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int nranks)
+{
+    const size_t bytes = a.count * gpucoll_dtype_size(a.dtype);
+    switch (a.kind) {
+    case GPUCOLL_COLL_ALLREDUCE: return true;
+    case GPUCOLL_COLL_BCAST: return bytes >= cfg.window_move_min_bytes;
+    case GPUCOLL_COLL_ALLGATHER: return bytes * (size_t)nranks >= cfg.window_move_min_bytes;
+    default: return false;
+    }
+}
+
 bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k)
 {
     TeamWindows *ws = windows_used_by(t);
-    if (!ws || ws->book.count() == 0 || !is_direct(zc.algo)) return false;
+    if (!ws || ws->book.count() == 0 || !is_direct(zc.algo) || !window_worth(a, config(), t->size)) return false;
     if (zc.algo == PeerAlgo::ReduceScatterDirect || zc.algo == PeerAlgo::VectorPush) return false;
     const size_t elt = gpucoll_dtype_size(a.dtype), bytes = a.count * elt;
     const size_t dst_bytes = a.kind == GPUCOLL_COLL_ALLGATHER ? bytes * (size_t)t->size : bytes;
@@ -224,6 +235,8 @@ int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &pl
 {
     const TeamWindows *ws = windows_used_by(t);
     if (!ws || ws->book.count() == 0 || is_ll(plan.algo) || is_direct(plan.algo)) return blocks;
+    // Only the resident kernels of sums have the zero-copy bodies (kernels/peer_kernels.cuh).
+    if (a.kind == GPUCOLL_COLL_ALLREDUCE && a.op != GPUCOLL_OP_SUM) return blocks;
     const gpucoll_config_t &cfg = config();
     Plan zc{};
     if (!zero_copy_candidate(a, cfg, t->size) || !make_plan(a, t->rank, t->size, cfg, true, &zc, t->share, true) ||

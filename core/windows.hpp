@@ -55,6 +55,12 @@ gpucoll_status_t windows_register(gpucoll_team *t, void *buf, size_t bytes, int 
 // every rank to get as far, and unmaps window `id`. From its return the
 // buffer may be freed; queued calls on it run through scratch.
 gpucoll_status_t windows_deregister(gpucoll_team *t, int id);
+// Whether a call without a host agreement whose buffers lie in windows
+// should switch to its zero-copy plan (alike on every rank: from the call's
+// kind and size and the configuration): allreduce always (its candidates
+// start at direct_min_bytes), bcast and allgather from
+// window_move_min_bytes of output, nothing else.
+bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int nranks);
 // For the launch of a queued call planned as `plan` (not zero-copy): where
 // the team has windows and the call could run zero-copy (`zc`, planned
 // with mapped buffers), sets k's window fields so that the kernel takes

@@ -3,6 +3,8 @@
 // holds the table that picks one per (datatype, op).
 #pragma once
 
+#include <type_traits>
+
 #include "allgather.cuh"
 #include "allgather_direct.cuh"
 #include "allgather_ll.cuh"
@@ -92,9 +94,14 @@ template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
     else run_scratch_reduce<T, Op>(a);
     report_done(a);
 }
+// Stream-ordered sums in registered windows switch to zero-copy; other ops
+// keep their scratch plan (the host sets no windows for them), so that the
+// zero-copy bodies are compiled a second time only for the op frameworks use
+// (the kernels' build is the project's long pole).
 template <class T, class Op> __global__ void resident_reduce_kernel(PeerArgs a)
 {
-    serve<run_scratch_reduce<T, Op>, run_zero_copy_reduce<T, Op>>(a);
+    if constexpr (std::is_same<Op, OpSum>::value) serve<run_scratch_reduce<T, Op>, run_zero_copy_reduce<T, Op>>(a);
+    else serve<run_scratch_reduce<T, Op>, nullptr>(a);
 }
 
 __global__ void peer_move_kernel(PeerArgs a);

@@ -142,14 +142,20 @@ __device__ inline void end_stream_call(const PeerArgs &cmd, StreamCalls *sc, con
 // switch to its zero-copy plan (take_windows, kernels/windows.cuh): every
 // rank reads the same posts and switches alike. It still moves the stream's
 // counters on by the planned call's epochs, alike on every rank.
+// ZeroCopy nullptr: the kernel has no zero-copy body, and the host sets no
+// windows for its calls (core/windows.cpp, stream_windows).
 template <void (*Body)(const PeerArgs &), void (*ZeroCopy)(const PeerArgs &)>
 __device__ void run_stream_call(const PeerArgs &cmd)
 {
-    if (!cmd.windows) return Body(cmd);
-    __shared__ PeerArgs zc;
-    const int z = take_windows(cmd, &zc);
-    if (z == kRunZeroCopy) ZeroCopy(zc);
-    else if (z == kRunPlanned) Body(cmd);
+    if constexpr (ZeroCopy == nullptr) {
+        return Body(cmd);
+    } else {
+        if (!cmd.windows) return Body(cmd);
+        __shared__ PeerArgs zc;
+        const int z = take_windows(cmd, &zc);
+        if (z == kRunZeroCopy) ZeroCopy(zc);
+        else if (z == kRunPlanned) Body(cmd);
+    }
 }
 
 template <void (*Body)(const PeerArgs &), void (*ZeroCopy)(const PeerArgs &)> __device__ void serve(const PeerArgs &first)

@@ -190,6 +190,12 @@ static const gpu_param_t gpu_params[] = {
              "that runs zero-copy: peers read each other's buffers through CUDA IPC instead "
              "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes. A forced "
              "zero-copy coll_gpu_<kind>_algorithm makes every size a candidate, any other none"},
+    {.name = "window_move_min_bytes", CFG_SIZE(window_move_min_bytes), .level = OPAL_INFO_LVL_5,
+     .def.z = GPUCOLL_DEFAULT_WINDOW_MOVE_MIN_BYTES,
+     .help = "Nonblocking, persistent and stream-ordered bcast and allgather (all ranks' blocks) whose "
+             "buffers lie in registered windows (coll_gpu_register) run zero-copy from this many bytes "
+             "on; smaller ones keep their scratch plan, faster there than the windows' extra flag round. "
+             "Allreduce in windows switches from direct_min_bytes"},
     {.name = "direct_style", CFG_ENUM(direct_style, direct_style_values), .level = OPAL_INFO_LVL_5,
      .def.i = GPUCOLL_DIRECT_AUTO,
      .help = "How zero-copy allreduce, allgather and bcast move data between the mapped buffers, where "

@@ -166,10 +166,35 @@ void team()
     u.expect(base, too, base, uneven, false, "rank 0 past its smaller window");
 }
 
+// Which calls in windows switch to zero-copy, by kind and size.
+void worth()
+{
+    gpucoll_config_t cfg{};
+    gpucoll_config_fill_defaults(&cfg);
+    const size_t mib = (size_t)1 << 20, limit = GPUCOLL_DEFAULT_WINDOW_MOVE_MIN_BYTES;
+    auto call = [](gpucoll_coll_kind_t kind, size_t count) {
+        gpucoll_coll_args_t a{};
+        a.kind = kind;
+        a.count = count;
+        a.dtype = GPUCOLL_FLOAT32;
+        return a;
+    };
+    CHECK(window_worth(call(GPUCOLL_COLL_ALLREDUCE, mib), cfg, 4), "allreduce: from direct_min_bytes, as planned");
+    CHECK(!window_worth(call(GPUCOLL_COLL_BCAST, limit / 4 - 4), cfg, 4), "bcast below the limit");
+    CHECK(window_worth(call(GPUCOLL_COLL_BCAST, limit / 4), cfg, 4), "bcast at the limit");
+    CHECK(window_worth(call(GPUCOLL_COLL_ALLGATHER, limit / 16), cfg, 4), "allgather: all ranks' blocks count");
+    CHECK(!window_worth(call(GPUCOLL_COLL_ALLGATHER, limit / 16), cfg, 2), "allgather, 2 ranks: half as much");
+    CHECK(!window_worth(call(GPUCOLL_COLL_ALLTOALL, limit), cfg, 4), "alltoall has no windows");
+    CHECK(!window_worth(call(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, limit), cfg, 4), "nor reduce_scatter_block");
+    cfg.window_move_min_bytes = mib;
+    CHECK(window_worth(call(GPUCOLL_COLL_BCAST, mib / 4), cfg, 4), "the parameter moves the limit");
+}
+
 } // namespace
 
 int main()
 {
+    worth();
     descriptors();
     book();
     team();
