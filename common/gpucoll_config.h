@@ -175,7 +175,8 @@ typedef enum gpucoll_inter_path {
 /* The windows' posting round costs a queued or stream-ordered bcast or allgather ~4 us, which the
    zero-copy kernel wins back only on large messages: on 4 x H200 (2026-11-28) it lost at 4 and
    16 MiB against the scratch plans (bcast_forward, allgather through scratch) and won at 64 MiB
-   and above. Allreduce, whose scratch plan is slower, switches from direct_min_bytes. */
+   and above; bcast between 2 ranks lost up to 64 MiB, so it switches from 8 times this
+   (core/windows.cpp). Allreduce, whose scratch plan is slower, switches from direct_min_bytes. */
 #define GPUCOLL_DEFAULT_WINDOW_MOVE_MIN_BYTES (32u * 1024u * 1024u)
 #define GPUCOLL_DEFAULT_IPC_CACHE_ENTRIES 64
 /* A mapping of a live peer buffer costs no memory, one of a freed buffer keeps it allocated on the

@@ -16,6 +16,9 @@
 //   state, set once, and the call's kind, count, type, op and root).
 // - The counters outlive the team: a graph launched after its
 //   communicator was freed finds its counters closed and does nothing.
+// - Registered windows are the ordinary team's (gpucoll_stream_use_windows):
+//   a call in them may switch to zero-copy in its kernel (stream_windows,
+//   core/windows.cpp); that team outlives this one.
 #include <chrono>
 #include <cstdio>
 #include <mutex>

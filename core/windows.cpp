@@ -207,7 +207,9 @@ bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int
     const size_t bytes = a.count * gpucoll_dtype_size(a.dtype);
     switch (a.kind) {
     case GPUCOLL_COLL_ALLREDUCE: return true;
-    case GPUCOLL_COLL_BCAST: return bytes >= cfg.window_move_min_bytes;
+    // Two ranks: the zero-copy bcast is slower than the scratch one up to
+    // 64 MiB, level at 256 MiB, faster at 1 GiB (2 x H200, 2026-11-28).
+    case GPUCOLL_COLL_BCAST: return bytes >= cfg.window_move_min_bytes * (nranks == 2 ? 8 : 1);
     case GPUCOLL_COLL_ALLGATHER: return bytes * (size_t)nranks >= cfg.window_move_min_bytes;
     default: return false;
     }

@@ -59,7 +59,8 @@ gpucoll_status_t windows_deregister(gpucoll_team *t, int id);
 // should switch to its zero-copy plan (alike on every rank: from the call's
 // kind and size and the configuration): allreduce always (its candidates
 // start at direct_min_bytes), bcast and allgather from
-// window_move_min_bytes of output, nothing else.
+// window_move_min_bytes of output (bcast between 2 ranks from 8 times
+// that), nothing else.
 bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int nranks);
 // For the launch of a queued call planned as `plan` (not zero-copy): where
 // the team has windows and the call could run zero-copy (`zc`, planned

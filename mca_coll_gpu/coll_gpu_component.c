@@ -194,8 +194,9 @@ static const gpu_param_t gpu_params[] = {
      .def.z = GPUCOLL_DEFAULT_WINDOW_MOVE_MIN_BYTES,
      .help = "Nonblocking, persistent and stream-ordered bcast and allgather (all ranks' blocks) whose "
              "buffers lie in registered windows (coll_gpu_register) run zero-copy from this many bytes "
-             "on; smaller ones keep their scratch plan, faster there than the windows' extra flag round. "
-             "Allreduce in windows switches from direct_min_bytes"},
+             "on (bcast between 2 ranks from 8 times as many); smaller ones keep their scratch plan, "
+             "faster there than the windows' extra flag round. Allreduce in windows switches from "
+             "direct_min_bytes"},
     {.name = "direct_style", CFG_ENUM(direct_style, direct_style_values), .level = OPAL_INFO_LVL_5,
      .def.i = GPUCOLL_DIRECT_AUTO,
      .help = "How zero-copy allreduce, allgather and bcast move data between the mapped buffers, where "

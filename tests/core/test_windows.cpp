@@ -182,6 +182,9 @@ void worth()
     CHECK(window_worth(call(GPUCOLL_COLL_ALLREDUCE, mib), cfg, 4), "allreduce: from direct_min_bytes, as planned");
     CHECK(!window_worth(call(GPUCOLL_COLL_BCAST, limit / 4 - 4), cfg, 4), "bcast below the limit");
     CHECK(window_worth(call(GPUCOLL_COLL_BCAST, limit / 4), cfg, 4), "bcast at the limit");
+    CHECK(!window_worth(call(GPUCOLL_COLL_BCAST, limit / 4), cfg, 2), "bcast, 2 ranks: not at the limit");
+    CHECK(window_worth(call(GPUCOLL_COLL_BCAST, 2 * limit), cfg, 2), "bcast, 2 ranks: from 8 times it");
+    CHECK(!window_worth(call(GPUCOLL_COLL_BCAST, 2 * limit - 4), cfg, 2), "bcast, 2 ranks: just below");
     CHECK(window_worth(call(GPUCOLL_COLL_ALLGATHER, limit / 16), cfg, 4), "allgather: all ranks' blocks count");
     CHECK(!window_worth(call(GPUCOLL_COLL_ALLGATHER, limit / 16), cfg, 2), "allgather, 2 ranks: half as much");
     CHECK(!window_worth(call(GPUCOLL_COLL_ALLTOALL, limit), cfg, 4), "alltoall has no windows");
