@@ -376,11 +376,7 @@ bool window_plan(gpucoll_plan *p)
 {
     if (p->win_checked) return p->win_ok;
     p->win_checked = true;
-    gpucoll_team *t = p->team;
-    const gpucoll_config_t &cfg = config();
-    p->win_ok = zero_copy_candidate(p->a, cfg, t->size) &&
-                make_plan(p->a, t->rank, t->size, cfg, true, &p->win_zc, t->share, true) && is_direct(p->win_zc.algo);
-    if (p->win_ok) p->win_blocks = blocks_for(p->win_zc, gpucoll_dtype_size(p->a.dtype), cfg, t->size, t->share);
+    p->win_ok = window_zero_copy_plan(p->team, p->a, &p->win_zc, &p->win_blocks);
     return p->win_ok;
 }
 

@@ -202,6 +202,16 @@ TeamWindows *windows_used_by(gpucoll_team *t)
 
 } // namespace
 
+bool window_zero_copy_plan(const gpucoll_team *t, const gpucoll_coll_args_t &a, Plan *zc, int *blocks)
+{
+    const gpucoll_config_t &cfg = config();
+    if (!zero_copy_candidate(a, cfg, t->size) || !make_plan(a, t->rank, t->size, cfg, true, zc, t->share, true) ||
+        !is_direct(zc->algo))
+        return false;
+    *blocks = blocks_for(*zc, gpucoll_dtype_size(a.dtype), cfg, t->size, t->share);
+    return true;
+}
+
 bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int nranks)
 {
     const size_t bytes = a.count * gpucoll_dtype_size(a.dtype);
@@ -239,12 +249,9 @@ int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &pl
     if (!ws || ws->book.count() == 0 || is_ll(plan.algo) || is_direct(plan.algo)) return blocks;
     // Only the resident kernels of sums have the zero-copy bodies (kernels/peer_kernels.cuh).
     if (a.kind == GPUCOLL_COLL_ALLREDUCE && a.op != GPUCOLL_OP_SUM) return blocks;
-    const gpucoll_config_t &cfg = config();
     Plan zc{};
-    if (!zero_copy_candidate(a, cfg, t->size) || !make_plan(a, t->rank, t->size, cfg, true, &zc, t->share, true) ||
-        !windows_args(t, a, zc, k))
-        return blocks;
-    const int zc_blocks = blocks_for(zc, gpucoll_dtype_size(a.dtype), cfg, t->size, t->share);
+    int zc_blocks = 0;
+    if (!window_zero_copy_plan(t, a, &zc, &zc_blocks) || !windows_args(t, a, zc, k)) return blocks;
     return zc_blocks > blocks ? zc_blocks : blocks;
 }
 

@@ -55,6 +55,10 @@ gpucoll_status_t windows_register(gpucoll_team *t, void *buf, size_t bytes, int 
 // every rank to get as far, and unmaps window `id`. From its return the
 // buffer may be freed; queued calls on it run through scratch.
 gpucoll_status_t windows_deregister(gpucoll_team *t, int id);
+// The zero-copy plan a call without a host agreement may switch to in
+// windows, and its grid; false where it has none. Alike on every rank: from
+// the call's kind, size, type and op alone.
+bool window_zero_copy_plan(const gpucoll_team *t, const gpucoll_coll_args_t &a, Plan *zc, int *blocks);
 // Whether a call without a host agreement whose buffers lie in windows
 // should switch to its zero-copy plan (alike on every rank: from the call's
 // kind and size and the configuration): allreduce always (its candidates
