@@ -12,6 +12,8 @@
  *   g. stream-ordered calls (allreduce out of place, bcast from every root,
  *      allgather) and a captured graph's replays on a window: MPI's results;
  *      the graph replayed after the window's deregistration: still right.
+ * Calls move 16 MiB: run with coll_gpu_window_move_min_bytes below that (ctest
+ * sets 1 MiB) for the bcast and allgather to take the windows too.
  * --expect-zero-copy (run with coll_gpu_verbose 20): the line each
  * deregistration prints must count at least one call that ran zero-copy in
  * windows (stderr captured around it), and part g's deregistration more
