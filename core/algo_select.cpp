@@ -195,6 +195,9 @@ const Entry *forced_row(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
 // 64 KiB per block, up to the cap (128 blocks beat 64 by 3% at 256 MiB).
 // docs/performance.md has the sweep.
 constexpr size_t kScratchBlockBytes = 4 * 1024;
+// LL calls up to this (all ranks' bytes where strided: 1 KiB each from 8)
+// run on one block when a resident kernel serves them.
+constexpr size_t kResidentOneBlockBytes = 8 * 1024;
 constexpr size_t kZeroCopyBlockBytes = 64 * 1024;
 
 } // namespace
@@ -323,10 +326,13 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
                                               : kScratchBlockBytes;
     size_t want = (bytes + per_block - 1) / per_block;
     size_t cap = (size_t)cfg.max_blocks < (size_t)kMaxBlocks ? (size_t)cfg.max_blocks : (size_t)kMaxBlocks;
-    // One grid for every size a resident kernel serves. 32 blocks cost small
-    // calls nothing measurable over 1-16 and suit 256 KiB-1 MiB best (block
-    // sweep, docs/performance.md).
-    if (resident_serves(plan, elt, nranks, cfg)) want = (size_t)cfg.resident_blocks;
+    // One grid for the sizes a resident kernel serves, so that one kernel
+    // serves most of them: 32 blocks suit 256 KiB-1 MiB best (block sweep,
+    // docs/performance.md). LL calls up to 8 KiB take one: a grid of more
+    // would pass every call from block 0 to the others through
+    // device memory and report 32 done words to the host.
+    if (resident_serves(plan, elt, nranks, cfg))
+        want = is_ll(plan.algo) && bytes <= kResidentOneBlockBytes ? 1 : (size_t)cfg.resident_blocks;
     const size_t co = (size_t)co_resident_blocks(share, calls_at_once(cfg));
     if (cap > co) cap = co;
     if (want < 1) want = 1;

@@ -8,7 +8,7 @@
 
 #include "gpu_port.h"
 #include "gpucoll_status.h"
-#include "peer_args.h"
+#include "resident_call.h"
 
 namespace gpucoll {
 
@@ -23,30 +23,38 @@ class ResidentKernel {
 
     // Runs call `k` (complete but for k.resident) with `blocks` x `threads`
     // and returns when every block is done with it (or with an error). The
-    // call goes to the resident kernel if one of the same kernel and grid is
-    // still polling and nothing queued on the legacy default stream is
-    // pending, else to a new launch that is ordered after that stream's work
-    // and then stays resident for idle_us. Waits at most timeout_ms.
+    // call goes to the resident kernel if one of the same kernel, grid and
+    // arguments (but those kernels/resident_call.h carries) is still
+    // polling and, when `ordered`, nothing queued on the legacy default
+    // stream is pending; else to a new launch (ordered after that stream's
+    // work when `ordered`) that then stays resident for idle_us. Waits at
+    // most timeout_ms. `timed`: the kernel stamps its phases (gpu_* below).
     gpucoll_status_t run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
-                         int idle_us, int timeout_ms);
+                         int idle_us, int timeout_ms, bool ordered, bool timed);
 
     // Tells a resident kernel to leave without waiting for it (before a
     // launch on another stream that wants the SMs it holds).
     void retire();
 
     // Calls served each way, and seconds spent in them (verbose timing):
-    // the legacy stream's query, then post or launch until done.
-    uint64_t reused = 0, launched = 0;
-    double query_s = 0, reused_s = 0, launched_s = 0;
+    // the legacy stream's query, then post or launch until done; of the
+    // calls served by a running kernel, the GPU's own time from seeing the
+    // call to the end of its work, and the fence after it (timed only).
+    uint64_t reused = 0, launched = 0, timed_calls = 0;
+    double query_s = 0, reused_s = 0, launched_s = 0, gpu_work_s = 0, gpu_fence_s = 0;
 
   private:
     using Clock = std::chrono::steady_clock;
     gpucoll_status_t launch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
                             int threads, bool after_user_work);
+    gpucoll_status_t wait_done(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
+                               int threads, int timeout_ms, bool resident, Clock::time_point queried);
     gpucoll_status_t relaunch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
                               int threads, bool *resident);
-    void post_doorbell();
-    bool all_done(int blocks) const; // every block has reported call seq_
+    void post_words(const uint64_t *w); // the call's words, word 0 last
+    void mark_generation();             // word 0 of gen_, every word tagged seq_
+    bool all_done(int blocks) const;    // every block has reported call seq_
+    void add_stamps();
 
     ResidentMailbox *mb_ = nullptr;
     gpuStream_t stream_ = nullptr;
@@ -55,6 +63,8 @@ class ResidentKernel {
     uint64_t seq_ = 0;
     bool live_ = false;         // a kernel of generation gen_ may still be polling
     uint64_t key_ = 0;          // its kernel and grid
+    PeerArgs base_{};           // its launch's arguments
+    uint64_t stamped_ = 0;      // the last call whose stamps were counted
     Clock::time_point until_{}; // until when it surely still polls
 };
 

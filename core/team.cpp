@@ -223,6 +223,11 @@ void print_timing(const gpucoll_team *t)
                 t->rank, (unsigned long long)r.reused, r.reused ? r.reused_s * 1e6 / r.reused : 0.0,
                 (unsigned long long)r.launched, r.launched ? r.launched_s * 1e6 / r.launched : 0.0,
                 r.query_s * 1e6 / (double)(r.reused + r.launched));
+    if (r.timed_calls)
+        fprintf(stderr,
+                "coll:gpu: rank %d: resident kernels, GPU side of the calls served (mean us): call seen to work "
+                "done %.2f, fence %.2f; the trips to and from the GPU take the rest\n",
+                t->rank, r.gpu_work_s * 1e6 / (double)r.timed_calls, r.gpu_fence_s * 1e6 / (double)r.timed_calls);
 }
 
 // Every peer has left the team, or is gone (its memory is then the

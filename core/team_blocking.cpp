@@ -224,8 +224,9 @@ gpucoll_status_t step_start_wait(gpucoll_team *t, Blocking &c, PeerArgs &k)
 {
     const gpucoll_config_t &cfg = config();
     if (t->resident.ready() && resident_serves(c.plan, c.elt, t->size, cfg)) {
-        gpucoll_status_t st = t->resident.run(k, c.a.dtype, c.a.op, c.blocks, cfg.threads_per_block, cfg.resident_us,
-                                              cfg.timeout_ms);
+        gpucoll_status_t st =
+            t->resident.run(k, c.a.dtype, c.a.op, c.blocks, cfg.threads_per_block, cfg.resident_us, cfg.timeout_ms,
+                            cfg.order == GPUCOLL_ORDER_AFTER_DEFAULT_STREAM, c.timed && cfg.verbose >= 20);
         c.t_launched = Clock::now();
         if (st != GPUCOLL_SUCCESS) t->gpu = gpucoll_team::GpuFailed, t->broken = true;
         return st;

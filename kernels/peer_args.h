@@ -83,10 +83,12 @@ struct StreamCalls; // kernels/stream_calls.h
 // idle_ns or the host moves the mailbox to another generation
 // (kernels/resident.cuh, core/resident.cpp).
 struct Residency {
-    ResidentMailbox *mailbox; // page-locked host memory; nullptr: serve the launch's call only
+    ResidentMailbox *mailbox; // page-locked host memory (kernels/resident_call.h); nullptr: serve the launch's call only
     uint32_t gen;             // the generation this kernel serves
+    int timed;                // block 0 writes when each call's phases end into mailbox->stamps
     uint64_t seq;             // the call: its blocks report it in mailbox->done when finished
     uint64_t idle_ns;
+    uint64_t seen_ns;         // the GPU's clock when block 0 took the call from the mailbox (0: the launch's)
 };
 
 struct alignas(16) PeerArgs {
@@ -155,14 +157,6 @@ static_assert(kDoneCountOffset + sizeof(unsigned) <= kDataOffset, "the done coun
 constexpr size_t kWindowPostOffset = kDoneCountOffset + 64;
 static_assert(kWindowPostOffset + kMaxPeers * sizeof(WindowPost) <= kDataOffset, "the window posts overflow into the data area");
 
-// The host writes a call into `cmd`, then `doorbell` = doorbell_word(gen,
-// seq); the resident kernel's block b runs it and sets done[b] = seq.
-struct alignas(64) ResidentMailbox {
-    uint64_t doorbell;
-    PeerArgs cmd;
-    uint64_t done[kMaxBlocks];
-};
-constexpr uint64_t doorbell_word(uint32_t gen, uint64_t seq) { return (uint64_t)gen << 32 | (uint32_t)seq; }
 
 __host__ __device__ constexpr bool is_direct(PeerAlgo a)
 {

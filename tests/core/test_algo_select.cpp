@@ -313,18 +313,27 @@ static void check_block_bytes(gpucoll_config_t &cfg, Plan &p)
 }
 
 // resident kernels: every scratch call up to resident_max_bytes on one
-// grid, whatever its size (so that one kernel serves them all); zero-copy
-// and larger calls, or resident_us = 0, size their own grid
+// grid, whatever its size (so that one kernel serves them all), but LL
+// calls of up to 8 KiB on one block; zero-copy and larger calls, or
+// resident_us = 0, size their own grid
 static void check_resident_kernels(const gpucoll_config_t &cfg, Plan &p)
 {
     gpucoll_config_t c = cfg;
     c.resident_us = 50;
     c.resident_max_bytes = 1u << 20;
     c.resident_blocks = 32;
-    for (size_t count : {1, 7, 1000, 65536, 262144}) {
+    c.ll_max_bytes = GPUCOLL_DEFAULT_LL_MAX_BYTES;
+    for (size_t count : {1, 7, 1000, 2048, 2049, 65536, 262144}) {
         CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, count, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
-        CHECK(resident_serves(p, 4, 4, c) && blocks_for(p, 4, c, 4) == 32);
+        CHECK(is_ll(p.algo) == (count <= 65536), "count %zu: %s", count, algo_name(p.algo));
+        const int want = count <= 2048 ? 1 : 32;
+        CHECK(resident_serves(p, 4, 4, c) && blocks_for(p, 4, c, 4) == want);
     }
+    // strided LL: all ranks' bytes count (8 ranks x 1 KiB: one block)
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLGATHER, 1024, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 8, c, &p) && is_ll(p.algo));
+    CHECK(blocks_for(p, 1, c, 8) == 1);
+    CHECK(make_plan(args(GPUCOLL_COLL_ALLGATHER, 1025, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 8, c, &p) && is_ll(p.algo));
+    CHECK(blocks_for(p, 1, c, 8) == 32);
     CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 262145, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
     CHECK(!resident_serves(p, 4, 4, c) && blocks_for(p, 4, c, 4) != 32);
     // strided: all ranks' blocks count (4 x 65536 x 4 B = 1 MiB serves, one more element does not)

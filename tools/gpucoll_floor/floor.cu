@@ -22,6 +22,24 @@
 //   copy 8 B <stream>    the same on the legacy default, per-thread default
 //                        and a non-blocking stream
 //   copy 16 MiB (GB/s)   the same at 16 MiB and 256 MiB, as bandwidth
+//   resident doorbell    a one-warp kernel that stays on the GPU, polling a
+//                        doorbell in mapped host memory: ring, then spin on the
+//                        done word it writes (the round trip issue 34 builds on)
+//   resident +cmd        the same, the kernel reading a 64-byte call after the
+//                        doorbell moved (a second trip over PCIe)
+//   resident +query      the same after cudaStreamQuery(legacy stream), the
+//                        ordering rule of a call served by a running kernel
+//   resident +writevalue the same with the ordering as cuStreamWriteValue32 on
+//                        the legacy stream, which the kernel waits for
+//   query legacy (cpu)   cudaStreamQuery on the idle legacy stream alone
+//   writevalue (cpu)     cuStreamWriteValue32 on the legacy stream alone
+//   nvlink one-way       with two GPUs: two resident warps ping-pong a word
+//                        through each other's memory (peer access), per trip
+//   resident 4 warps     resident doorbell with four warps polling at once
+//                        (a sample every quarter trip instead of every trip)
+//   fence sys/gpu/none   with two GPUs: a store into the peer's memory, then
+//                        __threadfence_system / __threadfence / nothing
+//                        before a store into host memory: the fence's time
 //
 // usage: gpucoll-floor [repetitions]      (exit 77 without a GPU)
 #include <cuda.h>
@@ -55,6 +73,103 @@ __global__ void flag_kernel(Big, volatile unsigned *flag, unsigned value)
 }
 
 using Clock = std::chrono::steady_clock;
+
+struct Mailbox {
+    unsigned long long doorbell; // call number; ~0: leave
+    unsigned long long pad[7];
+    unsigned long long cmd[8];
+    unsigned long long done;  // the call number the kernel finished
+    unsigned long long order; // written by the legacy stream (writevalue)
+};
+
+// mode 0: doorbell only; 1: then read the call; 2: then wait for `order`.
+__global__ void resident_kernel(Mailbox *mb, int mode, unsigned long long *sink)
+{
+    volatile Mailbox *v = mb;
+    unsigned long long seen = 0, acc = 0;
+    for (;;) {
+        unsigned long long d = 0;
+        if (threadIdx.x == 0)
+            do d = v->doorbell;
+            while (d == seen);
+        d = __shfl_sync(0xffffffffu, d, 0);
+        if (d == ~0ull) break;
+        seen = d;
+        if (mode == 1 && threadIdx.x < 8) acc += v->cmd[threadIdx.x];
+        if (mode == 2 && threadIdx.x == 0)
+            while ((unsigned)v->order < (unsigned)d) {
+            }
+        __syncwarp();
+        if (threadIdx.x == 0) {
+            __threadfence_system();
+            v->done = d;
+        }
+    }
+    if (acc == 42) *sink = acc; // keeps the reads
+}
+
+// resident_kernel's doorbell rows with every warp of the block polling; the
+// first to see the doorbell move answers.
+__global__ void resident_warps_kernel(Mailbox *mb)
+{
+    volatile Mailbox *v = mb;
+    __shared__ unsigned long long claimed;
+    if (threadIdx.x == 0) claimed = 0;
+    __syncthreads();
+    if (threadIdx.x % 32) return;
+    unsigned long long seen = 0;
+    for (;;) {
+        unsigned long long d;
+        do d = v->doorbell;
+        while (d == seen);
+        if (d == ~0ull) return;
+        if (atomicCAS(&claimed, seen, d) == seen) {
+            __threadfence_system();
+            v->done = d;
+        }
+        seen = d;
+    }
+}
+
+// Mean ns of a fence after a 16-byte store into the peer's memory.
+__global__ void fence_kernel(uint4 *peer, unsigned long long *host, int kind, int reps, unsigned long long *ns)
+{
+    unsigned long long total = 0;
+    for (int i = 0; i < reps; i++) {
+        peer[threadIdx.x] = make_uint4(i, i, i, i);
+        __syncthreads();
+        unsigned long long t0 = 0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        if (threadIdx.x == 0) {
+            if (kind == 0) __threadfence_system();
+            else if (kind == 1) __threadfence();
+            *(volatile unsigned long long *)host = i;
+        }
+        unsigned long long t1 = 0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+        total += t1 - t0;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *ns = total / reps;
+}
+
+// One trip each way between two GPUs' resident warps: `mine` is in this
+// GPU's memory, `theirs` in the peer's.
+__global__ void pingpong_kernel(volatile unsigned *mine, volatile unsigned *theirs, int rounds, int first)
+{
+    if (threadIdx.x != 0) return;
+    for (int i = 1; i <= rounds; i++) {
+        if (first) {
+            *theirs = i;
+            while (*mine != (unsigned)i) {
+            }
+        } else {
+            while (*mine != (unsigned)i) {
+            }
+            *theirs = i;
+        }
+    }
+}
 
 template <class F> double mean_us(int reps, F f)
 {
@@ -206,6 +321,110 @@ void copy_floor(int reps, cudaStream_t s)
     CHECK(cudaFree(b));
 }
 
+double resident_round(int reps, Mailbox *mb, int mode, unsigned long long &seq, bool query, CUdeviceptr order)
+{
+    return mean_us(reps, [&](int) {
+        ++seq;
+        if (query && cudaStreamQuery(cudaStreamLegacy) != cudaSuccess) std::exit(2);
+        if (order && cuStreamWriteValue32(CU_STREAM_LEGACY, order, (cuuint32_t)seq, 0) != CUDA_SUCCESS) std::exit(3);
+        __atomic_store_n(&mb->doorbell, seq, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&mb->done, __ATOMIC_ACQUIRE) != seq) {
+        }
+    });
+}
+
+void resident_floor(int reps)
+{
+    Mailbox *mb;
+    unsigned long long *sink;
+    CHECK(cudaHostAlloc((void **)&mb, sizeof *mb, cudaHostAllocMapped));
+    CHECK(cudaMalloc((void **)&sink, 8));
+    CUdeviceptr order = 0;
+    CHECK(cudaHostGetDevicePointer((void **)&order, &mb->order, 0));
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const char *names[] = {"resident doorbell   ", "resident +cmd       ", "resident +query     ",
+                           "resident +writevalue"};
+    for (int row = 0; row < 4; row++) {
+        *mb = Mailbox{};
+        unsigned long long seq = 0;
+        resident_kernel<<<1, 32, 0, s>>>(mb, row == 3 ? 2 : row == 1 ? 1 : 0, sink);
+        double us = resident_round(reps, mb, row == 1 ? 1 : 0, seq, row == 2, row == 3 ? order : 0);
+        __atomic_store_n(&mb->doorbell, ~0ull, __ATOMIC_RELEASE);
+        CHECK(cudaStreamSynchronize(s));
+        std::printf("%s %7.2f\n", names[row], us);
+    }
+    *mb = Mailbox{};
+    unsigned long long seq = 0;
+    resident_warps_kernel<<<1, 128, 0, s>>>(mb);
+    double warps = resident_round(reps, mb, 0, seq, false, 0);
+    __atomic_store_n(&mb->doorbell, ~0ull, __ATOMIC_RELEASE);
+    CHECK(cudaStreamSynchronize(s));
+    std::printf("resident 4 warps     %7.2f\n", warps);
+    double q = mean_us(reps, [&](int) { CHECK(cudaStreamQuery(cudaStreamLegacy)); });
+    std::printf("query legacy (cpu)  %8.2f\n", q);
+    unsigned v = 0;
+    double wv = mean_us(reps, [&](int) {
+        if (cuStreamWriteValue32(CU_STREAM_LEGACY, order, ++v, 0) != CUDA_SUCCESS) std::exit(3);
+    });
+    CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+    std::printf("writevalue (cpu)    %8.2f\n", wv);
+    CHECK(cudaStreamDestroy(s));
+    CHECK(cudaFree(sink));
+    CHECK(cudaFreeHost(mb));
+}
+
+// Two GPUs with peer access: the NVLink (or PCIe) trip a flag takes.
+void nvlink_floor(int reps)
+{
+    int n = 0, can = 0;
+    CHECK(cudaGetDeviceCount(&n));
+    if (n < 2 || cudaDeviceCanAccessPeer(&can, 0, 1) != cudaSuccess || !can) return;
+    unsigned *word[2];
+    cudaStream_t st[2];
+    for (int d = 0; d < 2; d++) {
+        CHECK(cudaSetDevice(d));
+        cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
+        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CHECK(e);
+        cudaGetLastError();
+        CHECK(cudaMalloc((void **)&word[d], 4));
+        CHECK(cudaMemset(word[d], 0, 4));
+        CHECK(cudaStreamCreateWithFlags(&st[d], cudaStreamNonBlocking));
+    }
+    auto t0 = Clock::now();
+    for (int d = 0; d < 2; d++) {
+        CHECK(cudaSetDevice(d));
+        pingpong_kernel<<<1, 32, 0, st[d]>>>(word[d], word[1 - d], reps, d == 0);
+    }
+    for (int d = 0; d < 2; d++) CHECK(cudaStreamSynchronize(st[d]));
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / (2.0 * reps);
+    std::printf("nvlink one-way      %8.2f\n", us);
+    CHECK(cudaSetDevice(0));
+    uint4 *peer;
+    unsigned long long *host, *ns;
+    CHECK(cudaSetDevice(1));
+    CHECK(cudaMalloc((void **)&peer, 64 * sizeof(uint4)));
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaHostAlloc((void **)&host, 8, cudaHostAllocMapped));
+    CHECK(cudaMallocManaged((void **)&ns, 8));
+    const char *kinds[] = {"fence sys           ", "fence gpu           ", "fence none          "};
+    for (int kind = 0; kind < 3; kind++) {
+        fence_kernel<<<1, 64, 0, st[0]>>>(peer, host, kind, 10000, ns);
+        CHECK(cudaStreamSynchronize(st[0]));
+        std::printf("%s %7.2f\n", kinds[kind], *ns / 1e3);
+    }
+    CHECK(cudaFree(ns));
+    CHECK(cudaFreeHost(host));
+    CHECK(cudaSetDevice(1));
+    CHECK(cudaFree(peer));
+    for (int d = 0; d < 2; d++) {
+        CHECK(cudaSetDevice(d));
+        CHECK(cudaFree(word[d]));
+        CHECK(cudaStreamDestroy(st[d]));
+    }
+    CHECK(cudaSetDevice(0));
+}
+
 int main(int argc, char **argv)
 {
     int reps = argc > 1 ? std::atoi(argv[1]) : 20000;
@@ -237,5 +456,7 @@ int main(int argc, char **argv)
     CHECK(cudaStreamDestroy(queued));
     host_floor(reps, s, dev, big);
     copy_floor(reps, s);
+    resident_floor(reps);
+    nvlink_floor(reps * 10);
     return 0;
 }
