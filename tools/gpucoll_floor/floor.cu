@@ -32,6 +32,8 @@
 //   resident +writevalue the same with the ordering as cuStreamWriteValue32 on
 //                        the legacy stream, which the kernel waits for
 //   query legacy (cpu)   cudaStreamQuery on the idle legacy stream alone
+//   record+query (cpu)   cudaEventRecord on the legacy stream, then cudaEventQuery
+//                        of that event: the same answer by another route
 //   writevalue (cpu)     cuStreamWriteValue32 on the legacy stream alone
 //   nvlink one-way       with two GPUs: two resident warps ping-pong a word
 //                        through each other's memory (peer access), per trip
@@ -363,6 +365,14 @@ void resident_floor(int reps)
     std::printf("resident 4 warps     %7.2f\n", warps);
     double q = mean_us(reps, [&](int) { CHECK(cudaStreamQuery(cudaStreamLegacy)); });
     std::printf("query legacy (cpu)  %8.2f\n", q);
+    cudaEvent_t ev;
+    CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    double rq = mean_us(reps, [&](int) {
+        CHECK(cudaEventRecord(ev, cudaStreamLegacy));
+        CHECK(cudaEventQuery(ev));
+    });
+    std::printf("record+query (cpu)  %8.2f\n", rq);
+    CHECK(cudaEventDestroy(ev));
     unsigned v = 0;
     double wv = mean_us(reps, [&](int) {
         if (cuStreamWriteValue32(CU_STREAM_LEGACY, order, ++v, 0) != CUDA_SUCCESS) std::exit(3);
