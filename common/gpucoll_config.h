@@ -64,7 +64,8 @@ typedef struct gpucoll_config {
                                         launch (kernels/resident.cuh); 0: a launch for every call */
     size_t resident_max_bytes;       /* largest call (bytes moved per rank) a resident kernel serves */
     int resident_blocks;             /* grid of the calls resident kernels serve, the same for every size
-                                        so that one kernel serves them all */
+                                        so that one kernel serves them all (but LL calls up to 8 KiB: one
+                                        block) */
     int order;                       /* gpucoll_order_t: what the peer kernels of blocking, nonblocking and
                                         persistent calls start after on the GPU (core/team_blocking.cpp,
                                         core/team_queued.cpp, core/hier.cpp) */
@@ -198,10 +199,11 @@ typedef enum gpucoll_inter_path {
 /* Each rank's scratch holds an LL area of 32 x ll_max_bytes (two parities x 8 peers x two bytes of
    line per byte): 16 MiB at this cap. */
 #define GPUCOLL_LL_MAX_BYTES_CAP (512u * 1024u)
-/* Resident kernels off by default: on 4 x H200 (a VM) a call they serve saves the launch but pays
-   PCIe round trips to host memory (doorbell ~4-5 us, the default-stream query ~1.4 us), so an 8 B
-   allreduce took 15.8 us against 18.7 and reduce_scatter/allgather 1-3 us more
-   (docs/performance.md, "Resident kernels"). */
+/* Resident kernels off by default, although a small blocking call they serve takes 8-11 us
+   against 12-16 with a launch each (2 and 4 x H200, docs/small_calls.md): a call of another
+   datatype or op retires the kernel and launches anew, the kernel holds an SM while it waits,
+   and the application's cudaDeviceSynchronize waits for it to leave; not yet run beside NCCL
+   kernels or under a framework. */
 #define GPUCOLL_DEFAULT_RESIDENT_US 0
 
 /* Fills every zero field of `cfg` with its default. */

@@ -301,8 +301,9 @@ static const gpu_param_t gpu_params[] = {
     {.name = "resident_us", CFG_INT(resident_us), .level = OPAL_INFO_LVL_5, .def.i = GPUCOLL_DEFAULT_RESIDENT_US,
      .help = "Microseconds a peer-to-peer kernel stays on the GPU after a call of up to "
              "resident_max_bytes, serving the next such calls (same datatype and op) without a "
-             "launch. It holds resident_blocks SMs meanwhile and a cudaDeviceSynchronize of the "
-             "application waits for it to leave; 0 (default): launch a kernel for every call"},
+             "launch. It holds one SM (LL calls up to 8 KiB) or resident_blocks SMs meanwhile, and "
+             "a cudaDeviceSynchronize of the application waits for it to leave; 0 (default): launch "
+             "a kernel for every call (docs/small_calls.md)"},
     {.name = "resident_max_bytes", CFG_SIZE(resident_max_bytes), .level = OPAL_INFO_LVL_6,
      .def.z = GPUCOLL_DEFAULT_RESIDENT_MAX_BYTES,
      .help = "Largest call (bytes each rank moves) that resident kernels serve; larger calls "
@@ -310,7 +311,8 @@ static const gpu_param_t gpu_params[] = {
     {.name = "resident_blocks", CFG_INT(resident_blocks), .level = OPAL_INFO_LVL_7,
      .def.i = GPUCOLL_DEFAULT_RESIDENT_BLOCKS,
      .help = "Thread blocks of resident kernels, and of every call up to resident_max_bytes "
-             "(the same for all sizes, so that one kernel serves them; equal on all ranks)"},
+             "(the same for all sizes, so that one kernel serves them; equal on all ranks), but for "
+             "LL calls of up to 8 KiB, which take one block"},
     {.name = "timeout_ms", CFG_INT(timeout_ms), .level = OPAL_INFO_LVL_5, .def.i = GPUCOLL_DEFAULT_TIMEOUT_MS,
      .help = "Debugging only: longest wait (ms) for another rank before a collective fails with an error. 0 "
              "(default): no bound, as MPI requires (a rank may arrive any time later); a wait still ends, with an "
