@@ -80,24 +80,22 @@ __device__ inline bool poll_call(const Residency &r, uint64_t seq, PeerArgs *cmd
 {
     const volatile uint64_t *words = r.mailbox->call;
     __shared__ uint64_t w[kResidentCallWords];
-    __shared__ int verdict; // 0: not yet, 1: serve, 2: leave
+    __shared__ int verdict;
     const uint64_t start = gpu_global_timer_ns();
     for (;;) {
         if (threadIdx.x < kResidentCallWords) w[threadIdx.x] = words[threadIdx.x];
         __syncthreads();
         if (threadIdx.x == 0) {
-            int v = resident_gen(w[0]) != r.gen ? 2 : 1;
-            for (int i = 0; i < kResidentCallWords && v == 1; i++)
-                if (resident_tag(w[i]) != (uint32_t)(seq & 0xffffu)) v = 0;
-            if (v == 0 && gpu_global_timer_ns() - start > r.idle_ns) v = 2;
-            if (v == 1) {
+            ResidentVerdict v = resident_verdict(w, r.gen, seq);
+            if (v == kResidentWait && gpu_global_timer_ns() - start > r.idle_ns) v = kResidentLeave;
+            if (v == kResidentTake) {
                 apply_resident_call(w, seq, cmd);
                 cmd->resident.seen_ns = r.timed ? gpu_global_timer_ns() : 0;
             }
             verdict = v;
         }
         __syncthreads();
-        if (verdict) return verdict == 1;
+        if (verdict != kResidentWait) return verdict == kResidentTake;
     }
 }
 

@@ -56,6 +56,19 @@ __host__ __device__ inline bool encode_resident_call(const PeerArgs &k, uint32_t
     return true;
 }
 
+// What a kernel of generation `gen`, waiting for call `seq`, makes of the
+// words it read: leave (the host moved to another generation), take the
+// call (every word tagged `seq`), or read again.
+enum ResidentVerdict { kResidentWait = 0, kResidentTake = 1, kResidentLeave = 2 };
+__host__ __device__ inline ResidentVerdict resident_verdict(const uint64_t w[kResidentCallWords], uint32_t gen,
+                                                             uint64_t seq)
+{
+    if (resident_gen(w[0]) != gen) return kResidentLeave;
+    for (int i = 0; i < kResidentCallWords; i++)
+        if (resident_tag(w[i]) != (uint32_t)(seq & 0xffffu)) return kResidentWait;
+    return kResidentTake;
+}
+
 // The call of words w[] on top of the launch's arguments `k`.
 __host__ __device__ inline void apply_resident_call(const uint64_t w[kResidentCallWords], uint64_t seq, PeerArgs *k)
 {

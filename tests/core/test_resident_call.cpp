@@ -34,14 +34,11 @@ PeerArgs sample_call()
     return k;
 }
 
-// The kernel's test (kernels/resident.cuh, poll_call): its generation, and
-// every word tagged with the call it waits for.
+// The kernel's test (resident_verdict, as poll_call in kernels/resident.cuh
+// applies it): whether it takes the words as call `seq`.
 bool kernel_takes(const uint64_t w[kResidentCallWords], uint32_t gen, uint64_t seq)
 {
-    if (resident_gen(w[0]) != gen) return false;
-    for (int i = 0; i < kResidentCallWords; i++)
-        if (resident_tag(w[i]) != (uint32_t)(seq & 0xffffu)) return false;
-    return true;
+    return resident_verdict(w, gen, seq) == kResidentTake;
 }
 
 void check_round_trip()
@@ -50,6 +47,9 @@ void check_round_trip()
     uint64_t w[kResidentCallWords];
     CHECK(encode_resident_call(k, 9, k.resident.seq, w));
     CHECK(kernel_takes(w, 9, 70000) && !kernel_takes(w, 8, 70000) && !kernel_takes(w, 9, 70001));
+    // another generation's words tell the kernel to leave, whatever their tags; its own, to wait
+    CHECK(resident_verdict(w, 8, 70000) == kResidentLeave && resident_verdict(w, 8, 70001) == kResidentLeave);
+    CHECK(resident_verdict(w, 9, 70001) == kResidentWait);
     PeerArgs got{};
     got.algo = PeerAlgo::Bcast;
     apply_resident_call(w, 70000, &got);
