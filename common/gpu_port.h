@@ -305,6 +305,28 @@ __device__ __forceinline__ uint64_t gpu_load_acquire_sys(const uint64_t *p)
     return v;
 #endif
 }
+/* A word in (possibly peer) memory stored or loaded whole and uncached, with
+ * no ordering against other accesses: the LL acknowledgements
+ * (kernels/ll_lines.cuh), whose writers have finished the reads they
+ * acknowledge and whose readers only test them before storing. */
+__device__ __forceinline__ void gpu_store_relaxed_sys(uint64_t *p, uint64_t v)
+{
+#if defined(COLL_GPU_HIP)
+    __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#endif
+}
+__device__ __forceinline__ uint64_t gpu_load_relaxed_sys(const uint64_t *p)
+{
+#if defined(COLL_GPU_HIP)
+    return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+    uint64_t v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+#endif
+}
 /* A 16-byte line of the flag-in-data protocol (kernels/ll_lines.cuh), stored
  * to or loaded from (possibly peer) memory without caching. The promise the
  * protocol needs: each aligned 8-byte half is written and read whole, so a

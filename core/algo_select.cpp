@@ -13,7 +13,6 @@ struct Call {
     const gpucoll_config_t &cfg;
     bool direct; // every rank's buffers are mapped by the others
     bool ll;     // the flag-in-data kernels may serve: small enough, not zero-copy, not alltoall in place
-    bool queued; // nonblocking or persistent: no host agreement
     const GpuShare &share;
 };
 
@@ -87,11 +86,6 @@ struct Entry {
     bool reduces;
     int areas_per_rank; // chunk-sized areas per rank: 0 = one in all, 1 = one per rank
     bool strided;
-    // Some rank ends without waiting for the others (bcast's root, reduce's
-    // senders): sound only when the host agreement of every blocking call
-    // keeps ranks from running ahead, so queued calls never take it
-    // (kernels/ll_lines.cuh).
-    bool one_way;
     // The automatic choice: the first row of the kind that may serve the
     // call (serves_not) and whose condition holds.
     bool (*chosen_when)(const Call &);
@@ -103,59 +97,59 @@ constexpr auto kNoKind = (gpucoll_coll_kind_t)-1;
 // the first row that may serve the call and whose condition holds
 // (make_plan); coll_gpu_<kind>_algorithm forces a row by its name.
 constexpr Entry kTable[] = {
-    {"allreduce_ll", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceLL, Protocol::LL, true, 0, false, false, always},
+    {"allreduce_ll", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceLL, Protocol::LL, true, 0, false, always},
     {"allreduce_oneshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, Protocol::Scratch, true, 0, false,
-     false, allreduce_oneshot_fits},
-    {"allreduce_push", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, Protocol::ZeroCopyPush, true, 0, false, false,
+     allreduce_oneshot_fits},
+    {"allreduce_push", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, Protocol::ZeroCopyPush, true, 0, false,
      [](const Call &c) { return allreduce_pushes(c) && !allreduce_writes(c); }},
     {"allreduce_writes", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, Protocol::ZeroCopyPush, true, 0, false,
-     false, [](const Call &c) { return allreduce_pushes(c) && allreduce_writes(c); }},
+     [](const Call &c) { return allreduce_pushes(c) && allreduce_writes(c); }},
     {"allreduce_direct", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, Protocol::ZeroCopyPull, true, 0, false,
-     false, [](const Call &c) { return !allreduce_pushes(c); }},
-    {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, 0, false, false,
+     [](const Call &c) { return !allreduce_pushes(c); }},
+    {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, 0, false,
      not_mapped},
-    {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false, true, always},
-    {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false, false, not_mapped},
+    {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false, always},
+    {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false, not_mapped},
     // Reduce_scatter(_block) has only a pull kernel (a reduction reads all inputs).
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull,
-     true, 0, true, false, always},
+     true, 0, true, always},
     {"reduce_scatter_block_ll", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockLL, Protocol::LL, true,
-     0, true, false, always},
+     0, true, always},
     {"reduce_scatter_block", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, Protocol::Scratch, true,
-     1, true, false, not_mapped},
-    {"allgather_push", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, Protocol::ZeroCopyPush, false, 0, true, false,
+     1, true, not_mapped},
+    {"allgather_push", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, Protocol::ZeroCopyPush, false, 0, true,
      style_pushes},
     {"allgather_direct", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, Protocol::ZeroCopyPull, false, 0, true,
-     false, style_pulls},
-    {"allgather_ll", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, Protocol::LL, false, 0, true, false, always},
-    {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true, false, not_mapped},
-    {"bcast_spread", GPUCOLL_COLL_BCAST, PeerAlgo::BcastSpread, Protocol::ZeroCopyPush, false, 0, false, false,
-     bcast_spreads},
-    {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false, false,
-     style_pushes},
-    {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false, false,
      style_pulls},
-    {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false, true, always},
-    {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false, false,
+    {"allgather_ll", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, Protocol::LL, false, 0, true, always},
+    {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true, not_mapped},
+    {"bcast_spread", GPUCOLL_COLL_BCAST, PeerAlgo::BcastSpread, Protocol::ZeroCopyPush, false, 0, false,
+     bcast_spreads},
+    {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false,
+     style_pushes},
+    {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false,
+     style_pulls},
+    {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false, always},
+    {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false,
      [](const Call &c) { return not_mapped(c) && !bcast_forwards(c); }},
     // Through scratch with each byte leaving the root once (kernels/bcast_forward.cuh).
-    {"bcast_forward", GPUCOLL_COLL_BCAST, PeerAlgo::BcastForward, Protocol::Scratch, false, 0, false, false,
+    {"bcast_forward", GPUCOLL_COLL_BCAST, PeerAlgo::BcastForward, Protocol::Scratch, false, 0, false,
      bcast_forwards},
     // Zero-copy alltoall is alltoallv's kernel with equal blocks: each byte moves once, not in and out of
     // scratch (H100, 2 ranks under MPS, 128 MiB: see docs/performance.md). There is no pull kernel.
-    {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, true, false,
+    {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, true,
      always},
-    {"alltoall_ll", GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, Protocol::LL, false, 0, true, false, always},
-    {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, 1, true, false, not_mapped},
+    {"alltoall_ll", GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, Protocol::LL, false, 0, true, always},
+    {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, 1, true, not_mapped},
     // The vector kinds run zero-copy or not at all (the caller stages them).
-    {"vector_push", GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false, false,
+    {"vector_push", GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false,
      always},
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull, true,
-     0, false, false, always},
-    {"vector_push", GPUCOLL_COLL_ALLTOALLV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false, false,
+     0, false, always},
+    {"vector_push", GPUCOLL_COLL_ALLTOALLV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false,
      always},
     // No collective: MPI_Reduce_local and the inter-node reducer (core/local_reduce.cpp).
-    {"local_reduce", kNoKind, PeerAlgo::LocalReduce, Protocol::Local, true, 0, false, false, always},
+    {"local_reduce", kNoKind, PeerAlgo::LocalReduce, Protocol::Local, true, 0, false, always},
 };
 
 static_assert(GPUCOLL_FORCEABLE_KINDS == GPUCOLL_COLL_ALLGATHERV,
@@ -167,8 +161,6 @@ constexpr bool zero_copy(Protocol p) { return p == Protocol::ZeroCopyPull || p =
 // row serves only calls it is sound for.
 const char *serves_not(const Entry &e, const Call &c)
 {
-    if (c.queued && e.one_way)
-        return "a nonblocking or persistent call takes only algorithms in which every rank waits for every other";
     if (zero_copy(e.protocol) && !c.direct)
         return "not every rank's buffers are mapped for zero-copy (size, alignment, in place, or an allocation "
                "that cannot be exported)";
@@ -213,7 +205,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     // zero-copy call (direct_min_bytes set below ll_max_bytes) stays zero-copy.
     // In-place alltoall_ll could overwrite a block before it is sent.
     const bool ll = !direct && a.count * elt <= cfg.ll_max_bytes && (a.kind != GPUCOLL_COLL_ALLTOALL || a.sbuf);
-    const Call call{a.count * elt, nranks, cfg, direct, ll, queued, share};
+    const Call call{a.count * elt, nranks, cfg, direct, ll, share};
     const Entry *row = forced_row(a.kind, cfg);
     plan->forced_refused = row ? serves_not(*row, call) : nullptr;
     if (!row || plan->forced_refused) {
@@ -234,6 +226,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     plan->chunk = (a.count + 15) / 16 * 16;
     plan->scratch_blocks_per_step = row->areas_per_rank ? nranks : (row->algo == PeerAlgo::AllreduceTwoShot ? 2 : 1);
     plan->strided = row->strided;
+    plan->wait_acks = queued;
     return true;
 }
 

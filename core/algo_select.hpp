@@ -15,6 +15,7 @@ struct Plan {
     size_t chunk;               // elements per rank and step (before scratch limits)
     int scratch_blocks_per_step;// chunk-sized areas a step needs in one scratch half
     bool strided;               // buffers hold one block per rank `count` apart
+    bool wait_acks;             // `queued`: LL senders wait for the peers' acknowledgements (kernels/ll_lines.cuh)
     const char *name;           // the row's name in the algorithm table
     // coll_gpu_<kind>_algorithm forced a row that cannot serve this call:
     // why (the automatic choice served it instead); nullptr otherwise.
@@ -32,16 +33,16 @@ struct GpuShare {
 
 // Fills `plan` for `a` on a team of `nranks`; false if no kernel serves it.
 // The row config.algorithm[kind] forces serves where it can; where it cannot
-// (zero-copy without mapped buffers, LL above ll_max_bytes, a one-way row
-// for a queued call) the automatic choice does, and
-// plan->forced_refused says why.
+// (zero-copy without mapped buffers, LL above ll_max_bytes) the automatic
+// choice does, and plan->forced_refused says why.
 // `direct`: every rank's buffers are mapped by the others, so the zero-copy
 // algorithms may serve (the caller decides when that holds). `share`: a
 // team whose ranks all share one GPU moves data through one HBM, which
 // favours other zero-copy kernels than links do. `queued`: the call runs
-// without a host agreement (nonblocking, persistent), so only algorithms in
-// which every rank waits for every other serve (no one-way LL; zero-copy
-// only with `direct`: a persistent plan whose buffers every rank mapped).
+// without a host agreement (nonblocking, persistent, stream-ordered), so its
+// LL senders wait for the peers' acknowledgements (plan->wait_acks), and
+// zero-copy serves only with `direct` (a persistent plan whose buffers every
+// rank mapped).
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
                Plan *plan, const GpuShare &share = GpuShare{}, bool queued = false);
 inline bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan)

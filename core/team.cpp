@@ -427,6 +427,7 @@ PeerArgs gpucoll::kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_c
         // Every rank counts the same LL calls; 0 is what a fresh area holds,
         // and the area is zeroed again before the count wraps (gpucoll_team_run).
         k.epoch0 = ++t->ll_flag;
+        k.ll_wait_acks = plan.wait_acks ? 1 : 0;
     }
     for (int r = 0; r < t->size; r++) k.scratch[r] = t->scratch[r];
     k.timeout_ns = (uint64_t)config().timeout_ms * 1000000ull;

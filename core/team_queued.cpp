@@ -7,10 +7,12 @@
 //   whose buffers the kernels cannot use copies them through device memory
 //   of the team's GPU rather than staying out.
 // - Kernels never run ahead of a peer's reads: a rank may queue calls while
-//   a peer has not launched the first, so queued calls take only algorithms
-//   in which every rank waits for every other (make_plan's `queued`). A
-//   rank's next kernel then starts only after each peer has started this
-//   one, which keeps the scratch halves and the LL parities in step.
+//   a peer has not launched the first. The scratch algorithms begin each
+//   step with a barrier of every rank, so a rank writes a scratch half only
+//   after every peer has read it for the step two before; LL senders wait
+//   for the peers' acknowledgement of the LL call two before
+//   (make_plan's `queued`, kernels/ll_lines.cuh), which lets the one-way LL
+//   kernels (bcast's root, reduce's non-roots) serve queued calls too.
 // - A blocking call drains this rank's queue before it posts (team.cpp),
 //   so the agreement's own rule holds across the two kinds of call.
 // - A persistent plan runs zero-copy once every rank has mapped every

@@ -1,6 +1,7 @@
 // Bcast for small messages by flag-in-data lines (ll_lines.cuh): the root
-// stores its buffer into every peer's LL area and is done; the others copy
-// the lines from their own memory into their buffer.
+// stores its buffer into every peer's LL area and is done (without the host
+// agreement, once each peer has acknowledged the LL call two before); the
+// others copy the lines from their own memory into their buffer.
 #pragma once
 #include "ll_lines.cuh"
 
@@ -12,10 +13,14 @@ __device__ inline void bcast_ll(const PeerArgs &a)
     const uint32_t flag = (uint32_t)a.epoch0;
     if (a.rank == a.root) {
         const size_t items = (size_t)(a.nranks - 1) * lines;
+        int acked = -1; // the peer this thread last found acknowledged: each is met in one run
         for (size_t t = ll_first(); t < items; t += ll_stride()) {
             int to = (a.root + 1 + (int)(t / lines)) % a.nranks;
             size_t i = t % lines;
-            ll_send(ll_slot(a, to, a.root) + i, ll_read(a.src, bytes, i), flag);
+            const uint64_t v = ll_read(a.src, bytes, i);
+            if (to != acked && !ll_wait_acks(a, 1u << to)) return;
+            acked = to;
+            ll_send(ll_slot(a, to, a.root) + i, v, flag);
         }
         return;
     }

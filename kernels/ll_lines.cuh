@@ -7,14 +7,19 @@
 // link per call instead of a flag round plus a load round trip.
 //
 // Why the flags cannot be stale: a slot is written only by LL calls, each
-// with its own flag (the host's LL call counter, never 0; the area starts
+// with its own flag (the team's LL call counter, never 0; the area starts
 // zeroed and is cleared before the counter wraps), so a line from an earlier
 // call never matches. Why a slot is never overwritten while its owner still
-// reads it: the host's agreement before every call (core/team.cpp) lets no
-// rank launch a call before every rank has finished the previous one. That
-// covers senders that wait for nothing (bcast's root, reduce's non-roots);
-// the two parities, used by consecutive LL calls in turn, keep the protocol
-// sound for the ranks that do wait even without it.
+// reads it: consecutive LL calls use the two parities of the area in turn,
+// so a call's lines go where the call two before had its; every rank, at the
+// end of every LL call, tells every peer that it has finished reading its
+// area for that call (ll_acknowledge), and a call that runs without the host
+// agreement (nonblocking, persistent, stream-ordered, graph) stores into a
+// peer's area only once that peer has acknowledged the call two before
+// (ll_wait_acks). That is what lets senders that wait for nothing (bcast's
+// root, reduce's non-roots) run ahead in those modes. A blocking call needs
+// no wait: its agreement (core/team.cpp) lets no rank start it before every
+// rank has finished the call before.
 //
 // One thread handles line i of every buffer it touches, reading all of them
 // before it writes its output line i: that keeps in-place calls correct
@@ -29,6 +34,72 @@ __device__ inline uint4 *ll_slot(const PeerArgs &a, int owner, int from)
 {
     return reinterpret_cast<uint4 *>(a.scratch[owner] + kDataOffset + 2 * a.half_bytes +
                                      ((a.epoch0 & 1) * kMaxPeers + from) * a.ll_slot_bytes);
+}
+
+// Where rank `from` tells rank `owner` the flag of the last LL call for
+// which it has finished reading its own area (kLLAckOffset).
+__device__ inline uint64_t *ll_ack_word(const PeerArgs &a, int owner, int from)
+{
+    return reinterpret_cast<uint64_t *>(a.scratch[owner] + kLLAckOffset) + from;
+}
+
+// Every rank but this one, a bit each.
+__device__ inline unsigned ll_peers(const PeerArgs &a) { return ((1u << a.nranks) - 1) & ~(1u << a.rank); }
+
+// Whether every rank in `peers` (a bit each) has acknowledged the LL call two
+// before this one, whose parity of its area this call writes. The loads go
+// out together, then the comparisons (in serial arithmetic: the blocking
+// path restarts the count at 0 without clearing the words).
+__device__ inline bool ll_acked(const PeerArgs &a, unsigned peers)
+{
+    const uint32_t want = (uint32_t)a.epoch0 - 2;
+    uint32_t got[kMaxPeers];
+#pragma unroll
+    for (int p = 0; p < kMaxPeers; p++)
+        got[p] = (peers >> p & 1) ? (uint32_t)gpu_load_relaxed_sys(ll_ack_word(a, a.rank, p)) : want;
+    bool ok = true;
+#pragma unroll
+    for (int p = 0; p < kMaxPeers; p++) ok &= (int32_t)(got[p] - want) >= 0;
+    return ok;
+}
+
+// Before a thread's first store into the areas of `peers` in a call that
+// runs without the host agreement (a.ll_wait_acks): waits for ll_acked.
+// False (error raised) where must_give_up says so.
+__device__ inline bool ll_wait_acks(const PeerArgs &a, unsigned peers)
+{
+    if (!a.ll_wait_acks || ll_acked(a, peers)) return true;
+    const uint64_t start = a.timeout_ns ? gpu_global_timer_ns() : 0;
+    for (unsigned spin = 0; !ll_acked(a, peers); spin++)
+        if (must_give_up(a, start, spin)) return false;
+    return true;
+}
+
+// After every LL call, by thread 0 of each block once all its threads are
+// done with the call: the last of this rank's blocks to get here tells every
+// peer that this rank has read all it will of its area for this call. Every
+// mode acknowledges, so that a sender can rely on the call two before its
+// own, whatever mode that ran in. The count is reset before any block can
+// start the next call: the next kernel on the stream starts after this one
+// ends, and a resident kernel's next call is posted only after every block
+// has reported this one done.
+__device__ inline void ll_acknowledge(const PeerArgs &a)
+{
+    if (gridDim.x > 1) {
+        unsigned *count = reinterpret_cast<unsigned *>(a.scratch[a.rank] + kLLAckCountOffset);
+        if (atomicAdd(count, 1u) != gridDim.x - 1) return;
+        *reinterpret_cast<volatile unsigned *>(count) = 0;
+    }
+    for (int p = 0; p < a.nranks; p++)
+        if (p != a.rank) gpu_store_relaxed_sys(ll_ack_word(a, p, a.rank), (uint32_t)a.epoch0);
+}
+
+// Every thread of every block, after an LL call's body (a no-op for others).
+__device__ inline void end_ll_call(const PeerArgs &a)
+{
+    if (!is_ll(a.algo)) return;
+    __syncthreads();
+    if (threadIdx.x == 0) ll_acknowledge(a);
 }
 
 __device__ inline size_t ll_lines(size_t bytes) { return (bytes + 7) / 8; }

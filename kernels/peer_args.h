@@ -105,6 +105,10 @@ struct alignas(16) PeerArgs {
     uint64_t timeout_ns;
     int *error;               // host-mapped: set to a kError* value when a wait gives up
     int vector_ok;            // src, dst and strides allow 16-byte accesses
+    // LL calls: every sender waits until the peers it stores into have
+    // acknowledged the call two before (kernels/ll_lines.cuh). Set for calls
+    // that run without the host agreement, which otherwise gives the same.
+    int ll_wait_acks;
     // Direct algorithms: every rank's input and output, mapped here (ours too).
     // ReduceScatterDirect: peer_src[j] points at this rank's block of j's input.
     // VectorPush: peer_src[p] is the piece of this rank's input that goes to
@@ -156,6 +160,14 @@ static_assert(kDoneCountOffset + sizeof(unsigned) <= kDataOffset, "the done coun
 // After the done count: the window posts of the ranks (kernels/windows.h).
 constexpr size_t kWindowPostOffset = kDoneCountOffset + 64;
 static_assert(kWindowPostOffset + kMaxPeers * sizeof(WindowPost) <= kDataOffset, "the window posts overflow into the data area");
+// After the window posts: the LL acknowledgements (kernels/ll_lines.cuh).
+// Word p of rank r's is the flag of the last LL call for which rank p has
+// finished reading its own LL area, as p told r; then, a line on, how many
+// of this rank's blocks have finished the LL call in progress.
+constexpr size_t kLLAckOffset = kWindowPostOffset + kMaxPeers * sizeof(WindowPost);
+constexpr size_t kLLAckCountOffset = kLLAckOffset + 64;
+static_assert(kMaxPeers * sizeof(uint64_t) <= 64, "the acknowledgements fill more than a line");
+static_assert(kLLAckCountOffset + sizeof(unsigned) <= kDataOffset, "the LL acknowledgements overflow into the data area");
 
 
 __host__ __device__ constexpr bool is_direct(PeerAlgo a)
@@ -176,7 +188,7 @@ constexpr bool moves_bytes(PeerAlgo a)
            a == PeerAlgo::BcastForward;
 }
 
-constexpr bool is_ll(PeerAlgo a)
+__host__ __device__ constexpr bool is_ll(PeerAlgo a)
 {
     return a == PeerAlgo::AllreduceLL || a == PeerAlgo::ReduceScatterBlockLL || a == PeerAlgo::AllgatherLL ||
            a == PeerAlgo::BcastLL || a == PeerAlgo::ReduceLL || a == PeerAlgo::AlltoallLL;

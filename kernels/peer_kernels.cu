@@ -17,6 +17,7 @@ __device__ void run_scratch_move(const PeerArgs &a)
     case PeerAlgo::Alltoall: run_steps<alltoall_step>(a); break;
     default: break;
     }
+    end_ll_call(a);
 }
 
 // The zero-copy moves, from shared memory (see run_zero_copy_reduce).

@@ -58,6 +58,7 @@ template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &
     case PeerAlgo::ReduceScatterBlock: run_steps<reduce_scatter_block_step<T, Op>>(a); break;
     default: break;
     }
+    end_ll_call(a);
 }
 
 // The zero-copy reductions. They read the call from shared memory

@@ -21,3 +21,4 @@ int atomicCAS(int *address, int compare, int value)
 }
 unsigned atomicAdd(unsigned *address, unsigned value) { return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST); }
 void gpu_store_release_sys(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+void gpu_store_relaxed_sys(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }

@@ -63,6 +63,8 @@ int atomicSub(int *address, int value);
 uint64_t gpu_global_timer_ns();
 void gpu_store_release_sys(uint64_t *p, uint64_t v);
 uint64_t gpu_load_acquire_sys(const uint64_t *p);
+void gpu_store_relaxed_sys(uint64_t *p, uint64_t v);
+uint64_t gpu_load_relaxed_sys(const uint64_t *p);
 void gpu_store_line(uint4 *p, uint4 v);
 uint4 gpu_load_line(const uint4 *p);
 float gpu_half_bits_to_float(uint16_t bits);

@@ -141,8 +141,8 @@ static void check_forced_row(const gpucoll_config_t &base, int k, const std::vec
                 served++;
                 CHECK(names[i] == forced.name, "%s forced, %s ran", names[i].c_str(), forced.name);
                 CHECK(!x.queued || !is_direct(forced.algo), "%s: zero-copy queued", forced.name);
-                CHECK(!x.queued || (forced.algo != PeerAlgo::BcastLL && forced.algo != PeerAlgo::ReduceLL),
-                      "%s: one-way queued", forced.name);
+                CHECK(forced.wait_acks == x.queued, "%s: LL acknowledgements waited for %d, queued %d",
+                      forced.name, (int)forced.wait_acks, (int)x.queued);
                 CHECK(!is_direct(forced.algo) || x.direct, "%s without mapped buffers", forced.name);
                 CHECK(!is_ll(forced.algo) || (!x.direct && x.bytes <= c.ll_max_bytes), "%s at %zu bytes",
                       forced.name, x.bytes);
@@ -202,9 +202,10 @@ static void check_refusal_reasons(const gpucoll_config_t &base)
           p.algo == PeerAlgo::BcastForward && p.forced_refused && std::strstr(p.forced_refused, "mapped"));
     CHECK(make_plan(call(GPUCOLL_COLL_BCAST, 64, false), 0, 4, c, true, &p) && p.algo == PeerAlgo::BcastPush &&
           !p.forced_refused);
-    force_algorithm(&c, GPUCOLL_COLL_BCAST, "bcast_ll"); // one-way: never queued, never above ll_max_bytes
+    // One-way LL serves queued calls too (their senders wait for acknowledgements), never above ll_max_bytes.
+    force_algorithm(&c, GPUCOLL_COLL_BCAST, "bcast_ll");
     CHECK(make_plan(call(GPUCOLL_COLL_BCAST, 64, false), 0, 4, c, false, &p, GpuShare{}, true) &&
-          p.algo == PeerAlgo::Bcast && p.forced_refused && std::strstr(p.forced_refused, "nonblocking"));
+          p.algo == PeerAlgo::BcastLL && !p.forced_refused && p.wait_acks);
     CHECK(make_plan(call(GPUCOLL_COLL_BCAST, (256u << 10) + 1, false), 0, 4, c, false, &p) &&
           p.algo == PeerAlgo::Bcast && p.forced_refused && std::strstr(p.forced_refused, "ll_max_bytes"));
     // Forced: through scratch in every mode and size (queued too: every rank waits for

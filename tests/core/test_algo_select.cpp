@@ -495,10 +495,12 @@ static void check_algorithm_table(const gpucoll_config_t &cfg)
     }
 }
 
-// Queued calls (nonblocking, persistent: no host agreement) take only
-// algorithms in which every rank waits for every other: never zero-copy,
-// never the one-way LL kernels of bcast and reduce, whatever the size,
-// rank count, root or direct_style; every basic kind still has a kernel.
+// Queued calls (nonblocking, persistent, stream-ordered: no host agreement)
+// without mapped buffers: never zero-copy, whatever the size, rank count,
+// root or direct_style; otherwise the blocking call's algorithm, the one-way
+// LL kernels of bcast and reduce included, with their senders told to wait
+// for the peers' acknowledgements (kernels/ll_lines.cuh), which blocking
+// plans are not.
 static void check_queued_kernels(const gpucoll_config_t &cfg, const gpucoll_config_t &lcfg, Plan &p)
 {
     const gpucoll_coll_kind_t kinds[] = {GPUCOLL_COLL_ALLREDUCE, GPUCOLL_COLL_REDUCE, GPUCOLL_COLL_BCAST,
@@ -523,15 +525,15 @@ static void check_queued_kernels(const gpucoll_config_t &cfg, const gpucoll_conf
                         bool got = make_plan(a, 0, ranks, c, false, &p, share, true);
                         CHECK(got, "kind %d, %zu elements, %d ranks", (int)k, n, ranks);
                         if (!got) continue;
-                        CHECK(!is_direct(p.algo) && p.algo != PeerAlgo::BcastLL && p.algo != PeerAlgo::ReduceLL,
-                              "kind %d, %zu elements, %d ranks: %s", (int)k, n, ranks, algo_name(p.algo));
-                        ll_seen += is_ll(p.algo);
-                        // The blocking choice is untouched by the flag's existence.
+                        CHECK(!is_direct(p.algo) && p.wait_acks, "kind %d, %zu elements, %d ranks: %s", (int)k, n,
+                              ranks, algo_name(p.algo));
+                        ll_seen += p.algo == PeerAlgo::BcastLL || p.algo == PeerAlgo::ReduceLL;
                         Plan b{};
-                        CHECK(make_plan(a, 0, ranks, c, false, &b, share) &&
-                              (b.algo == p.algo || b.algo == PeerAlgo::BcastLL || b.algo == PeerAlgo::ReduceLL));
+                        CHECK(make_plan(a, 0, ranks, c, false, &b, share) && b.algo == p.algo && !b.wait_acks,
+                              "kind %d, %zu elements, %d ranks: blocking %s, queued %s", (int)k, n, ranks,
+                              algo_name(b.algo), algo_name(p.algo));
                     }
-    CHECK(ll_seen > 0, "queued calls still take the LL kernels in which every rank waits");
+    CHECK(ll_seen > 0, "queued bcast and reduce do not take their LL kernels");
 }
 
 // A persistent plan whose buffers every rank has mapped (direct)
@@ -552,17 +554,18 @@ static void check_persistent_zero_copy(const gpucoll_config_t &lcfg)
         }
 }
 
-// The scratch fallback of a bcast that would be LL when blocking.
-static void check_queued_scratch_fallback(const gpucoll_config_t &lcfg, Plan &p)
+// Small bcast and reduce take LL queued or not; only the queued plan waits
+// for acknowledgements.
+static void check_queued_one_way_ll(const gpucoll_config_t &lcfg, Plan &p)
 {
     CHECK(make_plan(args(GPUCOLL_COLL_BCAST, 64, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 2, lcfg, false, &p) &&
-          p.algo == PeerAlgo::BcastLL);
+          p.algo == PeerAlgo::BcastLL && !p.wait_acks);
     CHECK(make_plan(args(GPUCOLL_COLL_BCAST, 64, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 2, lcfg, false, &p, GpuShare{},
                     true) &&
-          p.algo == PeerAlgo::Bcast);
+          p.algo == PeerAlgo::BcastLL && p.wait_acks);
     CHECK(make_plan(args(GPUCOLL_COLL_REDUCE, 16, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, lcfg, false, &p, GpuShare{},
                     true) &&
-          p.algo == PeerAlgo::Reduce);
+          p.algo == PeerAlgo::ReduceLL && p.wait_acks);
 }
 
 static void check_queued_calls(const gpucoll_config_t &cfg, Plan &p)
@@ -571,7 +574,7 @@ static void check_queued_calls(const gpucoll_config_t &cfg, Plan &p)
     lcfg.ll_max_bytes = GPUCOLL_DEFAULT_LL_MAX_BYTES;
     check_queued_kernels(cfg, lcfg, p);
     check_persistent_zero_copy(lcfg);
-    check_queued_scratch_fallback(lcfg, p);
+    check_queued_one_way_ll(lcfg, p);
 }
 
 // The parameters every rank must share: equal configs agree, a change

@@ -3,7 +3,9 @@
 // and the line store/load are 8-byte atomics per half, which is the promise
 // gpu_store_line/gpu_load_line make on the GPU. Checks the slot layout,
 // in-place calls, tails and unaligned buffers, the reduction order, and that
-// a missing peer gives a timeout error instead of a hang.
+// a missing peer gives a timeout error instead of a hang, and that senders
+// which wait for nothing may run calls ahead of a late receiver when they
+// wait for its acknowledgements (the queued and stream-ordered modes).
 //
 // Each simulated GPU runs its threads one after another, so every thread
 // here handles at most one line (grid x block >= the lines or items): then a
@@ -44,6 +46,12 @@ uint4 gpu_load_line(const uint4 *p)
 }
 // The give-up word (kernels/peer_sync.cuh: must_give_up).
 uint64_t gpu_load_acquire_sys(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+// The LL acknowledgements, which a sender may spin on.
+uint64_t gpu_load_relaxed_sys(const uint64_t *p)
+{
+    std::this_thread::yield();
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
 
 namespace {
 
@@ -297,6 +305,76 @@ void check_alltoall(int n, size_t bytes, size_t offset)
     }
 }
 
+// A one-way LL kind run as queued calls: the senders (bcast's root,
+// reduce's non-roots) make kCalls calls while the receiver has not started
+// any. From the third on, a call's lines go where the call two before put
+// theirs, so a sender must wait for the receiver's acknowledgement of that
+// call (ll_wait_acks; ll_acknowledge at each call's end, as end_ll_call does
+// after a kernel's blocks): without it the receiver would find the first
+// call's lines overwritten and time out. Every call must arrive intact.
+void check_one_way_ahead(int n, size_t count, bool reduce)
+{
+    constexpr int kCalls = 4;
+    const int root = reduce ? n - 1 : 0;
+    const size_t bytes = reduce ? count * sizeof(int32_t) : count, lines = ll_lines(bytes);
+    World w(n);
+    auto input = [&](int r, int c, size_t i) { return (int32_t)((r + 1) * 1000 + c * 7 + (int)i); };
+    std::vector<std::vector<char>> src(n * kCalls), dst(n * kCalls);
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < kCalls; c++) {
+            std::vector<char> &s = src[r * kCalls + c];
+            s.assign(bytes + 16, 0);
+            for (size_t i = 0; i < count; i++) {
+                if (reduce) {
+                    int32_t v = input(r, c, i);
+                    std::memcpy(s.data() + i * 4, &v, 4);
+                } else {
+                    s[i] = (char)byte_of(r + c, i);
+                }
+            }
+            dst[r * kCalls + c].assign(bytes + 16, 0x5a);
+        }
+    const int late = reduce ? root : n - 1; // the receiver that comes last
+    auto rank_calls = [&](int r) {
+        if (r == late) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        for (int c = 0; c < kCalls; c++) {
+            PeerArgs a = w.args(r, reduce ? PeerAlgo::ReduceLL : PeerAlgo::BcastLL, src[r * kCalls + c].data(),
+                                dst[r * kCalls + c].data(), count, root);
+            a.epoch0 = (uint64_t)c + 1;
+            a.ll_wait_acks = 1;
+            a.timeout_ns = 5ull * 1000 * 1000 * 1000;
+            const size_t items = r == root && !reduce ? (size_t)(n - 1) * lines : lines;
+            kernel_host_launch((unsigned)((items + 31) / 32), 32, [&] {
+                if (reduce) reduce_ll<int32_t, OpSum>(a);
+                else bcast_ll(a);
+                if (threadIdx.x == blockDim.x - 1) ll_acknowledge(a); // after the block's last thread
+            });
+        }
+    };
+    std::vector<std::thread> ths;
+    for (int r = 0; r < n; r++) ths.emplace_back(rank_calls, r);
+    for (auto &t : ths) t.join();
+    for (int r = 0; r < n; r++) {
+        CHECK(w.error[r] == 0, "one-way %s n %d count %zu: rank %d raised %d", reduce ? "reduce" : "bcast", n, count, r,
+              w.error[r]);
+        for (int c = 0; c < kCalls; c++) {
+            const char *d = dst[r * kCalls + c].data();
+            bool ok = true;
+            for (size_t i = 0; i < count && ok; i++) {
+                if (reduce && r == root) {
+                    int32_t got, want = 0;
+                    std::memcpy(&got, d + i * 4, 4);
+                    for (int p = 0; p < n; p++) want += input(p, c, i);
+                    ok = got == want;
+                } else if (!reduce && r != root) {
+                    ok = (unsigned char)d[i] == byte_of(root + c, i);
+                }
+            }
+            CHECK(ok, "one-way %s n %d count %zu: rank %d call %d", reduce ? "reduce" : "bcast", n, count, r, c);
+        }
+    }
+}
+
 } // namespace
 
 int main()
@@ -333,6 +411,12 @@ int main()
     check_allreduce<float, OpSum>(kMaxPeers, kLLMax / 4, 0, false);
     check_allgather(kMaxPeers, kLLMax, 0, true);
     check_alltoall(kMaxPeers, kLLMax, 0);
+
+    for (int n : {2, 3, 4})
+        for (size_t count : {(size_t)1, (size_t)100, (size_t)1000}) {
+            check_one_way_ahead(n, count, false);
+            check_one_way_ahead(n, count, true);
+        }
 
     // A peer that never comes: a bounded wait, the error flag, no hang.
     {

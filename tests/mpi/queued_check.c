@@ -39,7 +39,15 @@
  *   i. device buffers only: the input written by a cudaMemsetAsync on the
  *      legacy default stream right before MPI_Iallreduce / MPI_Start, with no
  *      synchronisation between (queued calls start after that stream's work:
- *      README); the results must be the memset's.
+ *      README); the results must be the memset's;
+ *   j. senders that wait for nobody, ahead of a late rank: Ibcast from rank
+ *      0 and Ireduce to the last rank in turn, small enough for the LL
+ *      kernels, 12 issued while the last rank (a receiver of every bcast,
+ *      the root of every reduce) sleeps before it issues any. Bcast's root
+ *      and reduce's senders end their kernels without hearing from it, so
+ *      their third call would store where their first still waits to be
+ *      read unless it waits for the late rank's acknowledgement
+ *      (kernels/ll_lines.cuh).
  *
  * --parts LETTERS runs only those parts (default: all).
  *
@@ -710,10 +718,32 @@ static void part_after_default_stream(void)
     end_part();
 }
 
+/* ---- j. one-way senders ahead of a late rank (see the top) ---------------- */
+static void part_one_way_ahead(void)
+{
+    enum { kAhead = 12 };
+    const char *part = "j: one-way senders ahead of a late rank";
+    begin_part(part);
+    coll_t c[kAhead];
+    MPI_Request req[kAhead];
+    for (int i = 0; i < kAhead; i++) {
+        c[i] = coll_new(i % 2 ? Q_REDUCE : Q_BCAST, (size_t)(1 + i * 37), i % 2 ? -1 : 0, i % 3 == 0, MPI_COMM_WORLD);
+        coll_fill(&c[i], 100 + i);
+    }
+    if (rank == size - 1) usleep(200 * 1000);
+    for (int i = 0; i < kAhead; i++) issue(part, &c[i], &req[i]);
+    fail_rc(part, "MPI_Waitall", MPI_Waitall(kAhead, req, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < kAhead; i++) {
+        coll_check(part, &c[i]);
+        coll_free(&c[i]);
+    }
+    end_part();
+}
+
 int main(int argc, char **argv)
 {
     int one_gpu = 0, starts = 1000;
-    const char *mem = "host", *parts = "abcdefghi";
+    const char *mem = "host", *parts = "abcdefghij";
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -747,6 +777,7 @@ int main(int argc, char **argv)
     int persistent = strchr(parts, 'g') ? part_persistent(starts) : 1;
     if (strchr(parts, 'h')) persistent &= part_persistent_zero_copy();
     if (strchr(parts, 'i')) part_after_default_stream();
+    if (strchr(parts, 'j')) part_one_way_ahead();
 
     int total[2] = {0, 0}, mine[2] = {checks, failures};
     MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

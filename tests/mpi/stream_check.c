@@ -42,6 +42,14 @@
  *      change nothing; the same reductions while capturing must return an error,
  *      the capture is then ended and discarded and the stream works again.
  *
+ *   g. senders that wait for nobody, ahead of a late rank: 12 calls enqueued
+ *      in turn, bcast from rank 0 and reduce to the last rank (1 to 408
+ *      ints: the LL kernels), while the last rank sleeps before it enqueues
+ *      any. Bcast's root and reduce's senders end their kernels without
+ *      hearing from it; their third call must wait for its acknowledgement
+ *      of the first (kernels/ll_lines.cuh) rather than store over lines it
+ *      has not read. One synchronisation, every output checked;
+ *
  *   f. only with --parts f (and a short coll_gpu_timeout_ms): rank 0
  *      enqueues a call on a dup that no other rank makes; its kernel gives
  *      up; the others' kernels end at once from their second call on; the
@@ -596,6 +604,67 @@ static void part_chain(void)
     end_part();
 }
 
+/* ---- g. one-way senders ahead of a late rank (see the top) -------------------- */
+typedef struct {
+    int call, reduce;
+} ahead_ctx;
+static double ahead_in(int call, int r, size_t i) { return 1 + (double)(((size_t)call * 7 + (size_t)r * 13 + i) % 97); }
+static double ahead_want(const void *ctx, size_t i)
+{
+    const ahead_ctx *x = ctx;
+    if (!x->reduce) return ahead_in(x->call, 0, i);
+    double s = 0;
+    for (int p = 0; p < size; p++) s += ahead_in(x->call, p, i);
+    return s;
+}
+
+static void part_one_way_ahead(void)
+{
+    enum { K = 12 };
+    const char *part = "g: one-way senders ahead of a late rank";
+    begin_part(part);
+    const dtype_t *d = &dtypes[D_INT];
+    const int late = size - 1;
+    void *dx[K];
+    int *hx[K];
+    size_t n[K];
+    for (int k = 0; k < K; k++) {
+        n[k] = 1 + (size_t)k * 37;
+        dx[k] = dev_alloc(n[k] * 4);
+        hx[k] = pin_alloc(n[k] * 4);
+        const int reduce = k % 2;
+        for (size_t i = 0; i < n[k]; i++) hx[k][i] = reduce || rank == 0 ? (int)ahead_in(k, rank, i) : -7;
+        cu(cudaMemcpyAsync(dx[k], hx[k], n[k] * 4, cudaMemcpyHostToDevice, st), "g: copying the input in");
+    }
+    cu(cudaStreamSynchronize(st), "g: cudaStreamSynchronize");
+    if (rank == late) usleep(200 * 1000);
+    int errors = 0;
+    for (int k = 0; k < K && !errors; k++) {
+        if (k % 2)
+            errors += !mpi_ok(coll_gpu_reduce_enqueue(rank == late ? MPI_IN_PLACE : dx[k], rank == late ? dx[k] : NULL,
+                                                      (int)n[k], MPI_INT, MPI_SUM, late, MPI_COMM_WORLD, (void *)st),
+                              "g: reduce_enqueue");
+        else
+            errors += !mpi_ok(coll_gpu_bcast_enqueue(dx[k], (int)n[k], MPI_INT, 0, MPI_COMM_WORLD, (void *)st),
+                              "g: bcast_enqueue");
+    }
+    for (int k = 0; k < K; k++)
+        cu(cudaMemcpyAsync(hx[k], dx[k], n[k] * 4, cudaMemcpyDeviceToHost, st), "g: copying the output back");
+    const int synced = cu(cudaStreamSynchronize(st), "g: cudaStreamSynchronize");
+    for (int k = 0; k < K && synced && !errors; k++) {
+        if (k % 2 && rank != late) continue;
+        ahead_ctx x = {k, k % 2};
+        char what[96];
+        snprintf(what, sizeof what, "g: %s %zu ints, call %d of %d", k % 2 ? "reduce" : "bcast", n[k], k, K);
+        compare(what, d, hx[k], n[k], ahead_want, &x);
+    }
+    for (int k = 0; k < K; k++) {
+        cudaFree(dx[k]);
+        cudaFreeHost(hx[k]);
+    }
+    end_part();
+}
+
 /* ---- c. CUDA graphs ---------------------------------------------------------- */
 static int end_capture(cudaGraph_t *graph, const char *what)
 {
@@ -1146,7 +1215,7 @@ static void part_out_of_order(void)
 int main(int argc, char **argv)
 {
     int one_gpu = 0;
-    const char *parts = "abcde";
+    const char *parts = "abcdeg";
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -1203,6 +1272,7 @@ int main(int argc, char **argv)
         }
         if (strchr(parts, 'd')) part_interplay();
         if (strchr(parts, 'e')) part_fallback();
+        if (strchr(parts, 'g')) part_one_way_ahead();
         if (strchr(parts, 'f')) part_out_of_order(); /* not by default: it wants a short timeout_ms */
         checks++;
         mpi_ok(coll_gpu_stream_status(MPI_COMM_WORLD), "coll_gpu_stream_status(MPI_COMM_WORLD) at the end");
