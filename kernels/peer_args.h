@@ -162,12 +162,9 @@ constexpr size_t kWindowPostOffset = kDoneCountOffset + 64;
 static_assert(kWindowPostOffset + kMaxPeers * sizeof(WindowPost) <= kDataOffset, "the window posts overflow into the data area");
 // After the window posts: the LL acknowledgements (kernels/ll_lines.cuh).
 // Word p of rank r's is the flag of the last LL call for which rank p has
-// finished reading its own LL area, as p told r; then, a line on, how many
-// of this rank's blocks have finished the LL call in progress.
+// finished reading its own LL area, as p told r.
 constexpr size_t kLLAckOffset = kWindowPostOffset + kMaxPeers * sizeof(WindowPost);
-constexpr size_t kLLAckCountOffset = kLLAckOffset + 64;
-static_assert(kMaxPeers * sizeof(uint64_t) <= 64, "the acknowledgements fill more than a line");
-static_assert(kLLAckCountOffset + sizeof(unsigned) <= kDataOffset, "the LL acknowledgements overflow into the data area");
+static_assert(kLLAckOffset + kMaxPeers * sizeof(uint64_t) <= kDataOffset, "the LL acknowledgements overflow into the data area");
 
 
 __host__ __device__ constexpr bool is_direct(PeerAlgo a)

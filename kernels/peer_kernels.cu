@@ -7,6 +7,7 @@ namespace gpucoll {
 
 __device__ void run_scratch_move(const PeerArgs &a)
 {
+    ll_acknowledge(a);
     switch (a.algo) {
     case PeerAlgo::AllgatherLL: allgather_ll(a); break;
     case PeerAlgo::BcastLL: bcast_ll(a); break;
@@ -17,7 +18,6 @@ __device__ void run_scratch_move(const PeerArgs &a)
     case PeerAlgo::Alltoall: run_steps<alltoall_step>(a); break;
     default: break;
     }
-    end_ll_call(a);
 }
 
 // The zero-copy moves, from shared memory (see run_zero_copy_reduce).

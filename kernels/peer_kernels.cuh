@@ -48,6 +48,7 @@ __device__ void run_steps(const PeerArgs &a)
 // What a resident kernel serves: the algorithms through scratch.
 template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &a)
 {
+    ll_acknowledge(a);
     switch (a.algo) {
     case PeerAlgo::AllreduceLL: allreduce_ll<T, Op>(a); break;
     case PeerAlgo::ReduceScatterBlockLL: reduce_scatter_block_ll<T, Op>(a); break;
@@ -58,7 +59,6 @@ template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &
     case PeerAlgo::ReduceScatterBlock: run_steps<reduce_scatter_block_step<T, Op>>(a); break;
     default: break;
     }
-    end_ll_call(a);
 }
 
 // The zero-copy reductions. They read the call from shared memory

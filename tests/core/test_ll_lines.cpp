@@ -309,8 +309,8 @@ void check_alltoall(int n, size_t bytes, size_t offset)
 // reduce's non-roots) make kCalls calls while the receiver has not started
 // any. From the third on, a call's lines go where the call two before put
 // theirs, so a sender must wait for the receiver's acknowledgement of that
-// call (ll_wait_acks; ll_acknowledge at each call's end, as end_ll_call does
-// after a kernel's blocks): without it the receiver would find the first
+// call (ll_wait_acks; ll_acknowledge at each call's start, as the
+// dispatchers do): without it the receiver would find the first
 // call's lines overwritten and time out. Every call must arrive intact.
 void check_one_way_ahead(int n, size_t count, bool reduce)
 {
@@ -345,9 +345,9 @@ void check_one_way_ahead(int n, size_t count, bool reduce)
             a.timeout_ns = 5ull * 1000 * 1000 * 1000;
             const size_t items = r == root && !reduce ? (size_t)(n - 1) * lines : lines;
             kernel_host_launch((unsigned)((items + 31) / 32), 32, [&] {
+                ll_acknowledge(a);
                 if (reduce) reduce_ll<int32_t, OpSum>(a);
                 else bcast_ll(a);
-                if (threadIdx.x == blockDim.x - 1) ll_acknowledge(a); // after the block's last thread
             });
         }
     };
