@@ -15,7 +15,7 @@ struct Plan {
     size_t chunk;               // elements per rank and step (before scratch limits)
     int scratch_blocks_per_step;// chunk-sized areas a step needs in one scratch half
     bool strided;               // buffers hold one block per rank `count` apart
-    bool wait_acks;             // `queued`: LL senders wait for the peers' acknowledgements (kernels/ll_lines.cuh)
+    bool wait_acks;             // `queued`: one-way LL ranks wait for the peers' acknowledgements (kernels/ll_lines.cuh)
     const char *name;           // the row's name in the algorithm table
     // coll_gpu_<kind>_algorithm forced a row that cannot serve this call:
     // why (the automatic choice served it instead); nullptr otherwise.
@@ -40,7 +40,8 @@ struct GpuShare {
 // team whose ranks all share one GPU moves data through one HBM, which
 // favours other zero-copy kernels than links do. `queued`: the call runs
 // without a host agreement (nonblocking, persistent, stream-ordered), so its
-// LL senders wait for the peers' acknowledgements (plan->wait_acks), and
+// one-way LL kernels end only once every peer has started the call
+// (plan->wait_acks, kernels/ll_lines.cuh), and
 // zero-copy serves only with `direct` (a persistent plan whose buffers every
 // rank mapped).
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,

@@ -9,10 +9,10 @@
 // - Kernels never run ahead of a peer's reads: a rank may queue calls while
 //   a peer has not launched the first. The scratch algorithms begin each
 //   step with a barrier of every rank, so a rank writes a scratch half only
-//   after every peer has read it for the step two before; LL senders wait
-//   for the peers' acknowledgement of the LL call two before
-//   (make_plan's `queued`, kernels/ll_lines.cuh), which lets the one-way LL
-//   kernels (bcast's root, reduce's non-roots) serve queued calls too.
+//   after every peer has read it for the step two before; an LL kernel
+//   ends only once every rank has started its call (make_plan's `queued`,
+//   kernels/ll_lines.cuh), which lets the one-way LL kernels (bcast,
+//   reduce) serve queued calls too.
 // - A blocking call drains this rank's queue before it posts (team.cpp),
 //   so the agreement's own rule holds across the two kinds of call.
 // - A persistent plan runs zero-copy once every rank has mapped every

@@ -9,9 +9,9 @@
 //   (kernels/stream_calls.h): a call reads what the call before it on the
 //   stream left, and every rank makes the same calls in the same order.
 // - Calls are planned as nonblocking ones are (make_plan's `queued`): the
-//   scratch steps begin with a barrier of every rank, and LL senders wait
-//   for the peers' acknowledgement of the LL call two before, so the
-//   scratch halves and the LL parities stay in step without the host.
+//   scratch steps begin with a barrier of every rank, and an LL kernel
+//   ends only once every rank has started its call, so the scratch halves
+//   and the LL parities stay in step without the host.
 // - The plan is decided from what every rank knows alike (the team's GPU
 //   state, set once, and the call's kind, count, type, op and root).
 // - The counters outlive the team: a graph launched after its

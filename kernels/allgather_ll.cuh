@@ -13,7 +13,6 @@ __device__ inline void allgather_ll(const PeerArgs &a)
     char *own = a.dst + a.rank * bytes;
     for (size_t i = ll_first(); i < lines; i += ll_stride()) {
         uint64_t v = ll_read(a.src, bytes, i);
-        if (i == ll_first() && !ll_wait_acks(a, ll_peers(a))) return;
         for (int k = 1; k < a.nranks; k++) ll_send(ll_slot(a, (a.rank + k) % a.nranks, a.rank) + i, v, flag);
         if (own != a.src) ll_write(own, bytes, i, v); // in place it is there already
     }

@@ -12,7 +12,6 @@ template <class T, class Op> __device__ void allreduce_ll(const PeerArgs &a)
     const uint32_t flag = (uint32_t)a.epoch0;
     for (size_t i = ll_first(); i < lines; i += ll_stride()) {
         uint64_t v = ll_read(a.src, bytes, i);
-        if (i == ll_first() && !ll_wait_acks(a, ll_peers(a))) return;
         for (int k = 1; k < a.nranks; k++) ll_send(ll_slot(a, (a.rank + k) % a.nranks, a.rank) + i, v, flag);
     }
     for (size_t i = ll_first(); i < lines; i += ll_stride()) {

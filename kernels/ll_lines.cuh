@@ -11,15 +11,20 @@
 // zeroed and is cleared before the counter wraps), so a line from an earlier
 // call never matches. Why a slot is never overwritten while its owner still
 // reads it: consecutive LL calls use the two parities of the area in turn,
-// so a call's lines go where the call two before had its. Every rank, at the
-// start of every LL call, tells every peer that it has finished reading its
-// area for the LL call before (ll_acknowledge); a call that runs without the
-// host agreement (nonblocking, persistent, stream-ordered, graph) stores into
-// a peer's area only once that peer has acknowledged the call two before
-// (ll_wait_acks). That is what lets senders that wait for nothing (bcast's
-// root, reduce's non-roots) run ahead in those modes. A blocking call needs
-// no wait: its agreement (core/team.cpp) lets no rank start it before every
-// rank has finished the call before.
+// so a call's lines go where the call two before had its, and no rank may
+// start call n before every rank has finished call n - 2. A blocking call
+// gets that from its agreement (core/team.cpp): no rank starts it before
+// every rank has finished the call before. Calls without the agreement
+// (nonblocking, persistent, stream-ordered, graph) keep a stronger rule: no
+// rank's kernel of LL call n ends before every rank has started call n
+// (hence finished n - 1). A rank that received from every peer in the call
+// knows that already (allreduce, allgather, alltoall, reduce_scatter_block:
+// no cost). The ranks of bcast and reduce that did not hear from some peer
+// (the root of bcast, the others of reduce) wait for it at the end: every
+// rank, at the start of every LL call, tells every peer that it has finished
+// the LL call before (ll_acknowledge), and they wait for those words
+// (ll_wait_started). That is what lets senders that wait for nothing run in
+// those modes.
 //
 // One thread handles line i of every buffer it touches, reading all of them
 // before it writes its output line i: that keeps in-place calls correct
@@ -36,8 +41,8 @@ __device__ inline uint4 *ll_slot(const PeerArgs &a, int owner, int from)
                                      ((a.epoch0 & 1) * kMaxPeers + from) * a.ll_slot_bytes);
 }
 
-// Where rank `from` tells rank `owner` the flag of the last LL call for
-// which it has finished reading its own area (kLLAckOffset).
+// Where rank `from` tells rank `owner` the flag of the last LL call it has
+// finished (kLLAckOffset).
 __device__ inline uint64_t *ll_ack_word(const PeerArgs &a, int owner, int from)
 {
     return reinterpret_cast<uint64_t *>(a.scratch[owner] + kLLAckOffset) + from;
@@ -46,13 +51,13 @@ __device__ inline uint64_t *ll_ack_word(const PeerArgs &a, int owner, int from)
 // Every rank but this one, a bit each.
 __device__ inline unsigned ll_peers(const PeerArgs &a) { return ((1u << a.nranks) - 1) & ~(1u << a.rank); }
 
-// Whether every rank in `peers` (a bit each) has acknowledged the LL call two
-// before this one, whose parity of its area this call writes. The loads go
-// out together, then the comparisons (in serial arithmetic: the blocking
-// path restarts the count at 0 without clearing the words).
-__device__ inline bool ll_acked(const PeerArgs &a, unsigned peers)
+// Whether every rank in `peers` (a bit each) has started this call, i.e.
+// acknowledged the LL call before it (ll_acknowledge). The loads go out
+// together, then the comparisons (in serial arithmetic: the blocking path
+// restarts the count at 0 without clearing the words).
+__device__ inline bool ll_started(const PeerArgs &a, unsigned peers)
 {
-    const uint32_t want = (uint32_t)a.epoch0 - 2;
+    const uint32_t want = (uint32_t)a.epoch0 - 1;
     uint32_t got[kMaxPeers];
 #pragma unroll
     for (int p = 0; p < kMaxPeers; p++)
@@ -63,28 +68,29 @@ __device__ inline bool ll_acked(const PeerArgs &a, unsigned peers)
     return ok;
 }
 
-// Before a thread's first store into the areas of `peers` in a call that
-// runs without the host agreement (a.ll_wait_acks): waits for ll_acked.
-// False (error raised) where must_give_up says so.
-__device__ inline bool ll_wait_acks(const PeerArgs &a, unsigned peers)
+// At the end of a one-way LL call that runs without the host agreement
+// (a.ll_wait_acks), by every thread of every block: thread 0 waits until the
+// peers this rank did not hear from in the call (`peers`) have started it,
+// so that no kernel of this rank ends before every rank has started the
+// call. A rank that did hear from a peer knows that already, which is why
+// the calls in which every rank receives from every other never wait. Ends
+// early (error raised) where must_give_up says so.
+__device__ inline void ll_wait_started(const PeerArgs &a, unsigned peers)
 {
-    if (!a.ll_wait_acks || ll_acked(a, peers)) return true;
+    if (!a.ll_wait_acks || threadIdx.x != 0 || !peers || ll_started(a, peers)) return;
     const uint64_t start = a.timeout_ns ? gpu_global_timer_ns() : 0;
-    for (unsigned spin = 0; !ll_acked(a, peers); spin++)
-        if (must_give_up(a, start, spin)) return false;
-    return true;
+    for (unsigned spin = 0; !ll_started(a, peers); spin++)
+        if (must_give_up(a, start, spin)) return;
 }
 
 // At the start of every LL call (the dispatchers call it before the body),
-// block 0: tells every peer that this rank has finished reading its area for
-// the LL call before, which is over on every block by now (a launch starts
+// block 0: tells every peer that this rank has finished the LL call before,
+// which is over on every block by now (a launch starts
 // after the previous kernel on its stream has ended; a resident kernel is
 // posted a call only after every block reported the one before done). Every
-// mode acknowledges, so that a sender can rely on the LL call two before its
-// own, whatever mode that ran in. At the start rather than the end: the
-// stores then travel with the call's own lines, and no fence at the kernel's
-// end waits for them (measured: +0.8 us per graph-replayed allreduce when
-// they came last, 2 x H200).
+// mode acknowledges, whatever mode the waiting call runs in. At the start
+// rather than the end: the stores then travel with the call's own lines,
+// and no fence at the kernel's end waits for them.
 __device__ inline void ll_acknowledge(const PeerArgs &a)
 {
     const int p = (int)threadIdx.x;

@@ -105,9 +105,10 @@ struct alignas(16) PeerArgs {
     uint64_t timeout_ns;
     int *error;               // host-mapped: set to a kError* value when a wait gives up
     int vector_ok;            // src, dst and strides allow 16-byte accesses
-    // LL calls: every sender waits until the peers it stores into have
-    // acknowledged the call two before (kernels/ll_lines.cuh). Set for calls
-    // that run without the host agreement, which otherwise gives the same.
+    // LL calls: a rank that did not hear from every peer in the call (bcast's
+    // root, reduce's non-roots) ends only once every peer has started it
+    // (kernels/ll_lines.cuh). Set for calls that run without the host
+    // agreement, which otherwise gives the same.
     int ll_wait_acks;
     // Direct algorithms: every rank's input and output, mapped here (ours too).
     // ReduceScatterDirect: peer_src[j] points at this rank's block of j's input.

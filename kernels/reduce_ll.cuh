@@ -1,7 +1,7 @@
 // Reduce to a root for small messages by flag-in-data lines (ll_lines.cuh):
 // every other rank stores its input into the root's LL area and is done
-// (without the host agreement, once the root has acknowledged the LL call two
-// before); the root reduces all ranks' lines from its own memory.
+// (without the host agreement, once every peer has started the call:
+// ll_wait_started); the root reduces all ranks' lines from its own memory.
 #pragma once
 #include "ll_lines.cuh"
 
@@ -12,11 +12,9 @@ template <class T, class Op> __device__ void reduce_ll(const PeerArgs &a)
     const size_t bytes = a.count * sizeof(T), lines = ll_lines(bytes);
     if (a.rank != a.root) {
         const uint32_t flag = (uint32_t)a.epoch0;
-        for (size_t i = ll_first(); i < lines; i += ll_stride()) {
-            const uint64_t v = ll_read(a.src, bytes, i);
-            if (i == ll_first() && !ll_wait_acks(a, 1u << a.root)) return;
-            ll_send(ll_slot(a, a.root, a.rank) + i, v, flag);
-        }
+        for (size_t i = ll_first(); i < lines; i += ll_stride())
+            ll_send(ll_slot(a, a.root, a.rank) + i, ll_read(a.src, bytes, i), flag);
+        ll_wait_started(a, ll_peers(a)); // it heard from nobody
         return;
     }
     for (size_t i = ll_first(); i < lines; i += ll_stride()) {

@@ -13,7 +13,6 @@ template <class T, class Op> __device__ void reduce_scatter_block_ll(const PeerA
     // In place, our output is block 0 of the input: the thread that writes
     // line i of it has read line i of every block first (ll_lines.cuh).
     for (size_t i = ll_first(); i < lines; i += ll_stride()) {
-        if (i == ll_first() && !ll_wait_acks(a, ll_peers(a))) return;
         for (int k = 1; k < a.nranks; k++) {
             int p = (a.rank + k) % a.nranks;
             ll_send(ll_slot(a, p, a.rank) + i, ll_read(a.src + p * bytes, bytes, i), flag);

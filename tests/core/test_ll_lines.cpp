@@ -307,11 +307,12 @@ void check_alltoall(int n, size_t bytes, size_t offset)
 
 // A one-way LL kind run as queued calls: the senders (bcast's root,
 // reduce's non-roots) make kCalls calls while the receiver has not started
-// any. From the third on, a call's lines go where the call two before put
-// theirs, so a sender must wait for the receiver's acknowledgement of that
-// call (ll_wait_acks; ll_acknowledge at each call's start, as the
-// dispatchers do): without it the receiver would find the first
-// call's lines overwritten and time out. Every call must arrive intact.
+// any. Their third call's lines would go where their first call's still wait
+// to be read; with the acknowledgements (ll_acknowledge at each call's start,
+// as the dispatchers do; ll_wait_started at a one-way call's end) no
+// sender's call ends before the receiver has started it. Without them the
+// receiver finds its first call's lines overwritten and times out. Every
+// call must arrive intact.
 void check_one_way_ahead(int n, size_t count, bool reduce)
 {
     constexpr int kCalls = 4;
