@@ -345,8 +345,11 @@ void check_one_way_ahead(int n, size_t count, bool reduce)
             a.ll_wait_acks = 1;
             a.timeout_ns = 5ull * 1000 * 1000 * 1000;
             const size_t items = r == root && !reduce ? (size_t)(n - 1) * lines : lines;
-            kernel_host_launch((unsigned)((items + 31) / 32), 32, [&] {
-                ll_acknowledge(a);
+            // The acknowledgements first, as on a GPU, where block 0's threads
+            // store them together before any thread of the call waits.
+            const unsigned grid = (unsigned)((items + 31) / 32);
+            kernel_host_launch(grid, 32, [&] { ll_acknowledge(a); });
+            kernel_host_launch(grid, 32, [&] {
                 if (reduce) reduce_ll<int32_t, OpSum>(a);
                 else bcast_ll(a);
             });
