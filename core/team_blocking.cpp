@@ -308,7 +308,11 @@ gpucoll_status_t step_complete(gpucoll_team *t, Blocking &c)
     // area can be cleared here; every rank wraps at the same call. (An
     // idle resident kernel does not touch the area between calls.)
     gpuError_t e;
+    // The acknowledgement words too (kernels/ll_lines.cuh): a word left from
+    // before the wrap could read as a later call's.
     if ((e = gpuMemsetAsync(ll_area(t), 0, ll_area_bytes(config().ll_max_bytes), t->stream)) != gpuSuccess ||
+        (e = gpuMemsetAsync(t->scratch[t->rank] + kLLAckOffset, 0, kMaxPeers * sizeof(uint64_t), t->stream)) !=
+            gpuSuccess ||
         (e = gpuStreamSynchronize(t->stream)) != gpuSuccess)
         return gpu_error("clearing the LL area", e);
     t->ll_flag = 0;
