@@ -53,14 +53,21 @@ gpucoll_status_t abandon_call(gpucoll_team *t, gpucoll_status_t st)
     return st;
 }
 
+int launch_threads(const PeerArgs &k, gpucoll_dtype_t dtype, int blocks)
+{
+    // The move kernels count bytes; the reductions count elements.
+    const size_t bytes = k.count * (moves_bytes(k.algo) ? 1 : gpucoll_dtype_size(dtype));
+    return threads_for(k.algo, bytes, blocks, config());
+}
+
 gpucoll_status_t launch_step(gpucoll_team *t, const Launch &l, int *threads)
 {
-    const gpucoll_config_t &cfg = config();
     // An error left in the thread's last-error slot by an earlier call
     // (non-sticky: an allocation that failed) would read as this launch's:
     // the launch is checked on a clean slot.
     (void)gpuGetLastError();
-    bool launched = launch_peer_kernel(*l.k, l.dtype, l.op, l.blocks, cfg.threads_per_block, l.stream, threads, l.graph);
+    bool launched = launch_peer_kernel(*l.k, l.dtype, l.op, l.blocks, launch_threads(*l.k, l.dtype, l.blocks), l.stream,
+                                       threads, l.graph);
     gpuError_t e = gpuGetLastError();
     if (launched && e == gpuSuccess) return GPUCOLL_SUCCESS;
     // Agreed, or queued where every rank queues alike: the peers' kernels

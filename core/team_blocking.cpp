@@ -207,14 +207,14 @@ PeerArgs blocking_args(gpucoll_team *t, Blocking &c)
     return k;
 }
 
-void note_threads(gpucoll_team *t, const Blocking &c, int threads)
+void note_threads(gpucoll_team *t, const Blocking &c, const PeerArgs &k, int threads)
 {
     const gpucoll_config_t &cfg = config();
-    if (threads >= cfg.threads_per_block || t->told_threads || cfg.verbose < 10) return;
+    const int asked = launch_threads(k, c.a.dtype, c.blocks);
+    if (threads >= asked || t->told_threads || cfg.verbose < 10) return;
     t->told_threads = true;
-    fprintf(stderr, "coll:gpu: rank %d: %s on %s/%s takes %d threads per block, not threads_per_block=%d\n", t->rank,
-            algo_name(c.plan.algo), gpucoll_dtype_name(c.a.dtype), gpucoll_op_name(c.a.op), threads,
-            cfg.threads_per_block);
+    fprintf(stderr, "coll:gpu: rank %d: %s on %s/%s takes %d threads per block, not the %d asked for\n", t->rank,
+            algo_name(c.plan.algo), gpucoll_dtype_name(c.a.dtype), gpucoll_op_name(c.a.op), threads, asked);
 }
 
 // Start and wait: the resident kernel (launched if need be, waited for
@@ -248,7 +248,7 @@ gpucoll_status_t step_start_wait(gpucoll_team *t, Blocking &c, PeerArgs &k)
         t, Launch{&k, c.a.dtype, c.a.op, c.blocks, t->stream, graph, "a peer-to-peer collective", true}, &threads);
     c.t_launched = Clock::now();
     if (st != GPUCOLL_SUCCESS) return st;
-    note_threads(t, c, threads);
+    note_threads(t, c, k, threads);
     prepare_same_call(t, graph, k, c.a.dtype, c.a.op, c.blocks); // the host waits anyway
     // Its end from the word it writes rather than a stream
     // synchronisation: 1.2-1.7 us sooner on an H100 (gpucoll-floor:

@@ -232,7 +232,7 @@ PeerArgs same_call_again(const gpucoll_team *t, const PeerArgs &k)
 void prepare_same_call(const gpucoll_team *t, KernelGraph *g, const PeerArgs &k, gpucoll_dtype_t dtype,
                        gpucoll_op_t op, int blocks)
 {
-    if (g) prepare_peer_kernel(g, same_call_again(t, k), dtype, op, blocks, config().threads_per_block);
+    if (g) prepare_peer_kernel(g, same_call_again(t, k), dtype, op, blocks, launch_threads(k, dtype, blocks));
 }
 
 gpucoll_status_t wait_kernel_done(gpucoll_team *t, uint64_t n, gpuStream_t stream)

@@ -310,6 +310,8 @@ struct Launch {
     const char *what;   // the call, for errors
     bool blocking;      // an agreed call: a failed launch also takes the team off the peer path
 };
+// Threads per block of a launch of `k` on `blocks` (threads_for).
+int launch_threads(const PeerArgs &k, gpucoll_dtype_t dtype, int blocks);
 // Launches; on failure tells every peer's kernel of this call to give up
 // (they wait for ours), marks the team broken and says why.
 gpucoll_status_t launch_step(gpucoll_team *t, const Launch &l, int *threads);

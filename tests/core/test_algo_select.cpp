@@ -316,6 +316,31 @@ static void check_block_bytes(gpucoll_config_t &cfg, Plan &p)
 // grid, whatever its size (so that one kernel serves them all), but LL
 // calls of up to 8 KiB on one block; zero-copy and larger calls, or
 // resident_us = 0, size their own grid
+// Threads per block: an LL kernel takes a thread per line of its rank's
+// block (a multiple of 32, at least 64, at most threads_per_block) spread
+// over its blocks; the other kernels take threads_per_block.
+static void check_threads(const gpucoll_config_t &cfg)
+{
+    gpucoll_config_t c = cfg;
+    c.threads_per_block = 512;
+    for (PeerAlgo ll : {PeerAlgo::AllreduceLL, PeerAlgo::BcastLL, PeerAlgo::ReduceLL, PeerAlgo::AllgatherLL,
+                        PeerAlgo::AlltoallLL, PeerAlgo::ReduceScatterBlockLL}) {
+        CHECK(threads_for(ll, 1, 1, c) == 64);
+        CHECK(threads_for(ll, 8 * 64, 1, c) == 64);
+        CHECK(threads_for(ll, 8 * 64 + 1, 1, c) == 96);
+        CHECK(threads_for(ll, 8 * 200, 1, c) == 224);
+        CHECK(threads_for(ll, 4096, 1, c) == 512);
+        CHECK(threads_for(ll, 1u << 20, 1, c) == 512);
+        CHECK(threads_for(ll, 8 * 512 * 4, 4, c) == 512);
+        CHECK(threads_for(ll, 8 * 100 * 4, 4, c) == 128);
+    }
+    for (PeerAlgo other : {PeerAlgo::AllreduceOneShot, PeerAlgo::Bcast, PeerAlgo::AllreducePush})
+        CHECK(threads_for(other, 8, 1, c) == 512);
+    c.threads_per_block = 32; // fewer than the LL floor: the parameter wins
+    CHECK(threads_for(PeerAlgo::AllreduceLL, 8, 1, c) == 32);
+    CHECK(threads_for(PeerAlgo::AllreduceLL, 4096, 1, c) == 32);
+}
+
 static void check_resident_kernels(const gpucoll_config_t &cfg, Plan &p)
 {
     gpucoll_config_t c = cfg;
@@ -645,6 +670,7 @@ int main()
     check_ll_under_threads(cfg);
     check_block_bytes(cfg, p);
     check_resident_kernels(cfg, p);
+    check_threads(cfg);
     check_ll_kernels(cfg, p);
     check_threads_per_block();
     check_op_table();

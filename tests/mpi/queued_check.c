@@ -62,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(OPEN_MPI) && MPI_VERSION < 4
 #include <mpi-ext.h>
@@ -730,7 +731,10 @@ static void part_one_way_ahead(void)
         c[i] = coll_new(i % 2 ? Q_REDUCE : Q_BCAST, (size_t)(1 + i * 37), i % 2 ? -1 : 0, i % 3 == 0, MPI_COMM_WORLD);
         coll_fill(&c[i], 100 + i);
     }
-    if (rank == size - 1) usleep(200 * 1000);
+    if (rank == size - 1) {
+        const struct timespec late = {0, 200 * 1000 * 1000}; /* usleep is not POSIX 2008 */
+        nanosleep(&late, NULL);
+    }
     for (int i = 0; i < kAhead; i++) issue(part, &c[i], &req[i]);
     fail_rc(part, "MPI_Waitall", MPI_Waitall(kAhead, req, MPI_STATUSES_IGNORE));
     for (int i = 0; i < kAhead; i++) {
