@@ -209,9 +209,9 @@ PeerArgs blocking_args(gpucoll_team *t, Blocking &c)
 
 void note_threads(gpucoll_team *t, const Blocking &c, const PeerArgs &k, int threads)
 {
-    const gpucoll_config_t &cfg = config();
+    if (t->told_threads || config().verbose < 10) return;
     const int asked = launch_threads(k, c.a.dtype, c.blocks);
-    if (threads >= asked || t->told_threads || cfg.verbose < 10) return;
+    if (threads >= asked) return;
     t->told_threads = true;
     fprintf(stderr, "coll:gpu: rank %d: %s on %s/%s takes %d threads per block, not the %d asked for\n", t->rank,
             algo_name(c.plan.algo), gpucoll_dtype_name(c.a.dtype), gpucoll_op_name(c.a.op), threads, asked);

@@ -23,8 +23,8 @@
 // (the root of bcast, the others of reduce) wait for it at the end: every
 // rank, at the start of every such call, tells every peer that it has
 // finished the LL call before (ll_acknowledge), and they wait for those
-// words (ll_wait_started). That is what lets senders that wait for nothing run in
-// those modes.
+// words (ll_wait_started). That is what lets senders that wait for nothing
+// run in those modes.
 //
 // One thread handles line i of every buffer it touches, reading all of them
 // before it writes its output line i: that keeps in-place calls correct
