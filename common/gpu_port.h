@@ -121,6 +121,8 @@ static inline int gpu_port_stream_device(gpuStream_t stream)
 }
 #endif
 #define GPU_WARP_SIZE 64
+/* HIP's kernel arguments are addressable in place already. */
+#define GPU_GRID_CONSTANT
 #else
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -233,6 +235,10 @@ static inline int gpu_port_stream_device(gpuStream_t stream)
 #define gpu_port_stream_device(stream) gpu_port_stream_context_device((void *)(stream))
 #endif
 #define GPU_WARP_SIZE 32
+/* A kernel parameter whose address is taken is otherwise copied into every
+ * thread's stack first (a 544-byte PeerArgs: 512 threads x 544 B of local
+ * stores before the kernel's first instruction of work). */
+#define GPU_GRID_CONSTANT __grid_constant__
 #endif
 
 /* ---- device-side helpers (only in GPU compilation units) ---------------- */

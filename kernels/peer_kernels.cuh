@@ -99,14 +99,14 @@ template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
 // keep their scratch plan (the host sets no windows for them), so that the
 // zero-copy bodies are compiled a second time only for the op frameworks use
 // (the kernels' build is the project's long pole).
-template <class T, class Op> __global__ void resident_reduce_kernel(PeerArgs a)
+template <class T, class Op> __global__ void resident_reduce_kernel(const GPU_GRID_CONSTANT PeerArgs a)
 {
     if constexpr (std::is_same<Op, OpSum>::value) serve<run_scratch_reduce<T, Op>, run_zero_copy_reduce<T, Op>>(a);
     else serve<run_scratch_reduce<T, Op>, nullptr>(a);
 }
 
 __global__ void peer_move_kernel(PeerArgs a);
-__global__ void resident_move_kernel(PeerArgs a);
+__global__ void resident_move_kernel(const GPU_GRID_CONSTANT PeerArgs a);
 
 using KernelFn = void (*)(PeerArgs);
 struct KernelPair {

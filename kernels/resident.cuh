@@ -11,6 +11,8 @@
 // stream is idle, and launched anew (core/resident.cpp).
 #pragma once
 
+#include <type_traits>
+
 #include "peer_sync.cuh"
 #include "resident_call.h"
 #include "stream_calls.h"
@@ -63,11 +65,15 @@ __device__ inline PeerArgs *posted_call(const PeerArgs &first)
     return reinterpret_cast<PeerArgs *>(first.scratch[first.rank] + kResidentCallOffset);
 }
 
-// cmd = *from in 4-byte volatile loads (the source may have changed since
-// this SM last cached it), by the whole block.
-__device__ inline void copy_call(PeerArgs *cmd, const PeerArgs *from)
+// cmd = *from in 4-byte loads, by the whole block. Volatile for a call that
+// block 0 posted in device memory (it may have changed since this SM last
+// cached it); plain for the launch's own call, a kernel parameter
+// (GPU_GRID_CONSTANT): a volatile load of a parameter's address reads it as
+// global memory (an illegal address, H200).
+template <bool Volatile> __device__ inline void copy_call(PeerArgs *cmd, const PeerArgs *from)
 {
-    const volatile uint32_t *src = reinterpret_cast<const volatile uint32_t *>(from);
+    using Word = typename std::conditional<Volatile, const volatile uint32_t, const uint32_t>::type;
+    Word *src = reinterpret_cast<Word *>(from);
     uint32_t *dst = reinterpret_cast<uint32_t *>(cmd);
     for (int i = threadIdx.x; i < (int)(sizeof(PeerArgs) / 4); i += blockDim.x) dst[i] = src[i];
 }
@@ -128,7 +134,7 @@ __device__ inline bool next_call(const PeerArgs &first, PeerArgs *cmd)
     if (blockIdx.x == 0) {
         const bool serve = poll_call(first.resident, seq, cmd);
         if (gridDim.x == 1) return serve;
-        if (serve) copy_call(posted_call(first), cmd);
+        if (serve) copy_call<false>(posted_call(first), cmd);
         __syncthreads();
         if (threadIdx.x == 0) {
             __threadfence();
@@ -138,7 +144,7 @@ __device__ inline bool next_call(const PeerArgs &first, PeerArgs *cmd)
     }
     if (threadIdx.x == 0) more = follow_call(first, seq);
     __syncthreads();
-    if (more) copy_call(cmd, posted_call(first));
+    if (more) copy_call<true>(cmd, posted_call(first));
     return more;
 }
 
@@ -213,7 +219,7 @@ template <void (*Body)(const PeerArgs &), void (*ZeroCopy)(const PeerArgs &)> __
 {
     __shared__ PeerArgs cmd;
     __shared__ StreamStart stream;
-    copy_call(&cmd, &first);
+    copy_call<false>(&cmd, &first);
     if (first.stream_calls) { // one call, its epoch0 from device memory
         __syncthreads();
         if (threadIdx.x == 0) stream = begin_stream_call(&cmd, first.stream_calls);
