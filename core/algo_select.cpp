@@ -187,6 +187,11 @@ const Entry *forced_row(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
 // 64 KiB per block, up to the cap (128 blocks beat 64 by 3% at 256 MiB).
 // docs/performance.md has the sweep.
 constexpr size_t kScratchBlockBytes = 4 * 1024;
+// LL calls: 2 KiB per block (256 lines, a thread each). Enqueued and
+// graph-replayed 4-256 KiB calls took 0.1-0.8 us less than on 4 KiB blocks
+// (allreduce graph 4 KiB 5.4 against 6.0 us, 256 KiB 7.1 against 7.7; 1 KiB
+// alike, 512 B slower again: 2 x H200, session 31, docs/performance.md).
+constexpr size_t kLLBlockBytes = 2 * 1024;
 // LL calls up to this (all ranks' bytes where strided: 1 KiB each from 8)
 // run on one block when a resident kernel serves them.
 constexpr size_t kResidentOneBlockBytes = 8 * 1024;
@@ -316,6 +321,7 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
     size_t bytes = plan_bytes(plan, elt, nranks);
     size_t per_block = cfg.block_bytes          ? cfg.block_bytes
                        : is_direct(plan.algo) ? kZeroCopyBlockBytes
+                       : is_ll(plan.algo)     ? kLLBlockBytes
                                               : kScratchBlockBytes;
     size_t want = (bytes + per_block - 1) / per_block;
     size_t cap = (size_t)cfg.max_blocks < (size_t)kMaxBlocks ? (size_t)cfg.max_blocks : (size_t)kMaxBlocks;

@@ -269,7 +269,8 @@ static const gpu_param_t gpu_params[] = {
              "(128 of 132 SMs); 3: 65 blocks. More at once than this can hang. Equal on every rank"},
     {.name = "block_bytes", CFG_SIZE(block_bytes), .level = OPAL_INFO_LVL_7, .def.z = 0,
      .help = "Bytes of the message each thread block of a peer-to-peer kernel handles, before "
-             "max_blocks caps the grid (0: each algorithm's own choice)"},
+             "max_blocks caps the grid (0: each algorithm's own choice: 2 KiB for the small-message "
+             "(LL) kernels, 4 KiB through scratch, 64 KiB zero-copy)"},
     {.name = "threads_per_block", CFG_INT(threads_per_block), .level = OPAL_INFO_LVL_7,
      .def.i = GPUCOLL_DEFAULT_THREADS,
      .help = "Threads per block of the peer-to-peer kernels (a multiple of 32 from 32 to "

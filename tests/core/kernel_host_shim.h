@@ -25,6 +25,7 @@
 #define __global__
 #define __shared__
 #define __forceinline__ inline
+#define GPU_GRID_CONSTANT
 
 struct kernel_host_dim3 {
     unsigned x = 1, y = 1, z = 1;

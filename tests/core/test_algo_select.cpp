@@ -310,6 +310,20 @@ static void check_block_bytes(gpucoll_config_t &cfg, Plan &p)
     p.chunk = 16384;
     CHECK(blocks_for(p, 4, cfg, 4) == 64);
     cfg.block_bytes = 0;
+    // LL calls on their own choice: 2 KiB a block, a thread per 8-byte line
+    gpucoll_config_t c = cfg;
+    c.ll_max_bytes = GPUCOLL_DEFAULT_LL_MAX_BYTES;
+    Plan q;
+    const struct {
+        size_t count;
+        int blocks, threads;
+    } rows[] = {{1, 1, 64}, {512, 1, 256}, {513, 2, 160}, {1024, 2, 256}, {16384, 32, 256}};
+    for (const auto &r : rows) {
+        CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, r.count, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 2, c, &q) &&
+              is_ll(q.algo));
+        const int b = blocks_for(q, 4, c, 2);
+        CHECK(b == r.blocks && threads_for(q.algo, r.count * 4, b, c) == r.threads, "count %zu: %d blocks", r.count, b);
+    }
 }
 
 // resident kernels: every scratch call up to resident_max_bytes on one
@@ -369,8 +383,8 @@ static void check_resident_kernels(const gpucoll_config_t &cfg, Plan &p)
     CHECK(make_plan(args(GPUCOLL_COLL_BCAST, 64, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, 4, c, true, &p));
     CHECK(!resident_serves(p, 1, 4, c)); // zero-copy
     CHECK(make_plan(args(GPUCOLL_COLL_ALLREDUCE, 1000, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM), 0, 4, c, &p));
-    c.resident_us = 0;
-    CHECK(!resident_serves(p, 4, 4, c) && blocks_for(p, 4, c, 4) == 1);
+    c.resident_us = 0; // the LL kernels' own 2 KiB a block
+    CHECK(!resident_serves(p, 4, 4, c) && blocks_for(p, 4, c, 4) == 2);
     // the defaults: 1 MiB, 32 blocks; a negative idle time is off
     gpucoll_config_t d{};
     d.resident_us = -5;
