@@ -148,24 +148,28 @@ __device__ inline bool next_call(const PeerArgs &first, PeerArgs *cmd)
     return more;
 }
 
-// Runs Body on the launch's call and, with a mailbox, on every call posted
-// after it while the kernel stays resident. The call is read from shared
-// memory, the launch's too, so that Body is compiled once. Only block 0
-// reads the call from host memory (32 blocks reading it over PCIe took
-// ~27 us against ~1 us for one, H200); the others read block 0's copy.
-// Thread 0 of each block, at a stream-ordered call's start: counts the
-// block in, then reads the counters its predecessor left and sets
-// cmd->epoch0. The count comes before the read of `closed`, so that the
-// host, which sets `closed` and then waits for no block to be running,
-// never misses one that read it open.
+// The word that holds a team's `active` (low half) and `closed` (high half).
+__device__ inline unsigned long long *stream_gate(StreamCalls *sc)
+{
+    return reinterpret_cast<unsigned long long *>(&sc->active);
+}
+
+// Thread 0 of each block, at a stream-ordered call's start: counts the block
+// in and, in the same atomic, reads `closed`; then reads the counters its
+// predecessor left and sets cmd->epoch0. The host sets `closed` and then
+// waits for no block to be running: an atomic that read the word open came
+// before the host's write in that word's order, so the host sees its count.
+// No fence: the counters were written by the kernel before this one on the
+// stream, which ended before this one started. (A fence after the count
+// cost every enqueued or graph-replayed call a dependent trip to memory.)
 __device__ inline StreamStart begin_stream_call(PeerArgs *cmd, StreamCalls *sc)
 {
-    atomicAdd(&sc->active, 1);
-    __threadfence();
+    const unsigned long long gate = atomicAdd(stream_gate(sc), 1ull);
     const volatile StreamCalls *v = sc;
-    StreamStart s = stream_start(v->epoch, v->ll_flag, v->closed, (cmd->stream_epochs & ~kStreamEager) == 0);
+    StreamStart s = stream_start(v->epoch, v->ll_flag, (uint32_t)(gate >> 32),
+                                 (cmd->stream_epochs & ~kStreamEager) == 0);
     if (s.verdict == kStreamClosed) {
-        atomicSub(&sc->active, 1);
+        atomicAdd(stream_gate(sc), ~0ull); // out again: minus one in the low half
     } else if (s.verdict == kStreamExhausted) {
         atomicCAS(cmd->error, 0, kErrorFlagsExhausted);
     } else {
@@ -175,14 +179,15 @@ __device__ inline StreamStart begin_stream_call(PeerArgs *cmd, StreamCalls *sc)
 }
 
 // ... and at its end, after all the block's threads: the last block out
-// moves the counters on for the next call of the stream, which starts only
-// after this kernel has ended.
+// moves the counters on for the next call of the stream. No fence: the next
+// call starts only after this kernel has ended, which makes every block's
+// writes visible to it, and the host only counts (eager_done, `active`) and
+// polls until the counts are reached.
 __device__ inline void end_stream_call(const PeerArgs &cmd, StreamCalls *sc, const StreamStart &s)
 {
     __syncthreads();
     if (threadIdx.x != 0) return;
-    __threadfence();
-    if (atomicAdd(&sc->blocks_out, 1u) == gridDim.x - 1) {
+    if (gridDim.x == 1 || atomicAdd(&sc->blocks_out, 1u) == gridDim.x - 1) {
         const uint64_t epochs = cmd.stream_epochs & ~kStreamEager;
         StreamNext n = stream_next(sc->epoch, sc->ll_flag, epochs == 0, s, epochs);
         sc->epoch = n.epoch;
@@ -190,9 +195,8 @@ __device__ inline void end_stream_call(const PeerArgs &cmd, StreamCalls *sc, con
         sc->calls++;
         if (cmd.stream_epochs & kStreamEager) sc->eager_done++;
         sc->blocks_out = 0;
-        __threadfence();
     }
-    atomicSub(&sc->active, 1);
+    atomicAdd(stream_gate(sc), ~0ull);
 }
 
 // A stream-ordered call on a team with registered windows (cmd.windows) may
@@ -215,6 +219,11 @@ __device__ void run_stream_call(const PeerArgs &cmd)
     }
 }
 
+// Runs Body on the launch's call and, with a mailbox, on every call posted
+// after it while the kernel stays resident. The call is read from shared
+// memory, the launch's too, so that Body is compiled once. Only block 0
+// reads the call from host memory (32 blocks reading it over PCIe took
+// ~27 us against ~1 us for one, H200); the others read block 0's copy.
 template <void (*Body)(const PeerArgs &), void (*ZeroCopy)(const PeerArgs &)> __device__ void serve(const PeerArgs &first)
 {
     __shared__ PeerArgs cmd;

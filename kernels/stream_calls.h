@@ -8,6 +8,7 @@
 // kernels (kernels/resident.cuh) and a host simulation (tests/core).
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gpu_port.h"
@@ -23,9 +24,15 @@ struct alignas(64) StreamCalls {
     uint64_t eager_done; // of which launched outside a graph capture (the team's end waits for those)
     uint32_t ll_flag;    // flag of the latest LL call (0: none yet)
     uint32_t blocks_out; // blocks of the running call that have finished
-    int32_t active;      // blocks running now: the host waits for 0 at the team's end
-    uint32_t closed;     // the team is gone: touch nothing of it
+    // One 8-byte word, `active` its low half (stream_gate): a block counts
+    // itself in and reads `closed` in one atomic, so that the count and the
+    // host's write of `closed` are ordered by the word itself, without a
+    // fence between them.
+    int32_t active;  // blocks running now: the host waits for 0 at the team's end
+    uint32_t closed; // the team is gone: touch nothing of it
 };
+static_assert(offsetof(StreamCalls, active) % 8 == 0 && offsetof(StreamCalls, closed) == offsetof(StreamCalls, active) + 4,
+              "active and closed make one 8-byte word, active its low half");
 
 // LL flags are 32 bits and never 0; the area cannot be cleared without the
 // host, so a team's LL calls stop (with an error) at the last flag rather
