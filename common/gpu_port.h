@@ -236,8 +236,8 @@ static inline int gpu_port_stream_device(gpuStream_t stream)
 #endif
 #define GPU_WARP_SIZE 32
 /* A kernel parameter whose address is taken is otherwise copied into every
- * thread's stack first (a 544-byte PeerArgs: 512 threads x 544 B of local
- * stores before the kernel's first instruction of work). */
+ * thread's stack first (PeerArgs, 480 bytes: a 544-byte stack frame per
+ * thread, 2.4-3.9 us per call of a 512-thread block, H200). */
 #define GPU_GRID_CONSTANT __grid_constant__
 #endif
 
