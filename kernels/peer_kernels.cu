@@ -48,7 +48,10 @@ __global__ void peer_move_kernel(PeerArgs a)
     run_scratch_move(a);
     report_done(a);
 }
-__global__ void resident_move_kernel(const GPU_GRID_CONSTANT PeerArgs a) { serve<run_scratch_move, run_zero_copy_move>(a); }
+__global__ void resident_move_kernel(const GPU_GRID_CONSTANT PeerArgs a)
+{
+    serve<run_scratch_move, run_zero_copy_move>(a);
+}
 
 namespace {
 

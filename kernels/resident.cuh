@@ -182,7 +182,9 @@ __device__ inline StreamStart begin_stream_call(PeerArgs *cmd, StreamCalls *sc)
 // moves the counters on for the next call of the stream. No fence: the next
 // call starts only after this kernel has ended, which makes every block's
 // writes visible to it, and the host only counts (eager_done, `active`) and
-// polls until the counts are reached.
+// polls until the counts are reached. (The fences this replaced were at GPU
+// scope: they never ordered the lines stored into peers' memory before the
+// counts either.)
 __device__ inline void end_stream_call(const PeerArgs &cmd, StreamCalls *sc, const StreamStart &s)
 {
     __syncthreads();

@@ -31,7 +31,8 @@ struct alignas(64) StreamCalls {
     int32_t active;  // blocks running now: the host waits for 0 at the team's end
     uint32_t closed; // the team is gone: touch nothing of it
 };
-static_assert(offsetof(StreamCalls, active) % 8 == 0 && offsetof(StreamCalls, closed) == offsetof(StreamCalls, active) + 4,
+static_assert(offsetof(StreamCalls, active) % 8 == 0 &&
+                  offsetof(StreamCalls, closed) == offsetof(StreamCalls, active) + 4,
               "active and closed make one 8-byte word, active its low half");
 
 // LL flags are 32 bits and never 0; the area cannot be cleared without the
