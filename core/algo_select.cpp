@@ -69,9 +69,25 @@ constexpr bool bcast_spreads(const Call &c) { return on_one_gpu(c) && c.cfg.dire
 // against 43 / 61 / 59. Not measured with ranks sharing a GPU: not taken there.
 constexpr size_t kForwardMinBytes = 4u << 20;
 constexpr size_t kForwardMinBytesTwoRanks = 64u << 20;
+// Two ranks, a GPU each: the root's stores into the receiver's buffer
+// (bcast_push) took longer than the scratch plans below 256 MiB, even with
+// the buffers mapped (2 x H200, session 31, the slower rank's time, two
+// runs: 4 MiB 30-33 us against 27-28 for `bcast`, 16 MiB 65-67 against
+// 63-65, 64 MiB 272-277 against 216-221 for `bcast_forward`; 256 MiB
+// 756-766 against 759; 1 GiB, session 28: 2884 against 2927). Registered
+// windows switch at the same size for the same reason (core/windows.cpp).
+// Below 4 MiB (direct_min_bytes lowered) not measured: zero-copy as before.
+constexpr size_t kBcastZeroCopyMinBytesTwoRanks = 256u << 20;
+constexpr size_t kBcastScratchWhenMappedFrom = 4u << 20;
+constexpr bool bcast_scratch_when_mapped(const Call &c)
+{
+    return c.direct && c.nranks == 2 && c.share.ranks <= 1 && c.cfg.direct_style == GPUCOLL_DIRECT_AUTO &&
+           c.bytes >= kBcastScratchWhenMappedFrom && c.bytes < kBcastZeroCopyMinBytesTwoRanks;
+}
+constexpr bool bcast_on_scratch(const Call &c) { return not_mapped(c) || bcast_scratch_when_mapped(c); }
 constexpr bool bcast_forwards(const Call &c)
 {
-    if (c.direct || c.nranks < 2 || c.share.ranks > 1) return false; // as measured: a GPU per rank
+    if (!bcast_on_scratch(c) || c.nranks < 2 || c.share.ranks > 1) return false; // as measured: a GPU per rank
     return c.bytes >= (c.nranks == 2 ? kForwardMinBytesTwoRanks : kForwardMinBytes);
 }
 // One-shot (latency) up to oneshot_max_bytes, mapped or not: 4 x H200,
@@ -126,12 +142,12 @@ constexpr Entry kTable[] = {
     {"bcast_spread", GPUCOLL_COLL_BCAST, PeerAlgo::BcastSpread, Protocol::ZeroCopyPush, false, 0, false,
      bcast_spreads},
     {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false,
-     style_pushes},
+     [](const Call &c) { return style_pushes(c) && !bcast_scratch_when_mapped(c); }},
     {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false,
      style_pulls},
     {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false, always},
     {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false,
-     [](const Call &c) { return not_mapped(c) && !bcast_forwards(c); }},
+     [](const Call &c) { return bcast_on_scratch(c) && !bcast_forwards(c); }},
     // Through scratch with each byte leaving the root once (kernels/bcast_forward.cuh).
     {"bcast_forward", GPUCOLL_COLL_BCAST, PeerAlgo::BcastForward, Protocol::Scratch, false, 0, false,
      bcast_forwards},

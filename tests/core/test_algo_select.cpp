@@ -587,10 +587,44 @@ static void check_persistent_zero_copy(const gpucoll_config_t &lcfg)
             gpucoll_coll_args_t a = args(k, (64u << 20) / 4, reduces ? GPUCOLL_FLOAT32 : GPUCOLL_UINT8,
                                          reduces ? GPUCOLL_OP_SUM : GPUCOLL_OP_NONE);
             Plan q{}, b{};
+            // (Two-rank bcast stays on scratch below 256 MiB: check_two_rank_bcast.)
+            const bool scratch = k == GPUCOLL_COLL_BCAST && ranks == 2;
             CHECK(make_plan(a, 0, ranks, lcfg, true, &q, GpuShare{}, true) &&
-                      make_plan(a, 0, ranks, lcfg, true, &b) && q.algo == b.algo && is_direct(q.algo),
+                      make_plan(a, 0, ranks, lcfg, true, &b) && q.algo == b.algo && is_direct(q.algo) != scratch,
                   "kind %d, %d ranks: queued %s, blocking %s", (int)k, ranks, algo_name(q.algo), algo_name(b.algo));
         }
+}
+
+// Two ranks, a GPU each: bcast on mapped buffers takes the scratch plans
+// from 4 MiB up to 256 MiB, zero-copy outside that range; three ranks, one
+// GPU for both, or a forced style keep zero-copy.
+static void check_two_rank_bcast(const gpucoll_config_t &lcfg)
+{
+    const struct {
+        size_t bytes;
+        int ranks, share, style;
+        const char *want;
+    } rows[] = {
+        {1u << 20, 2, 1, GPUCOLL_DIRECT_AUTO, "bcast_push"},
+        {4u << 20, 2, 1, GPUCOLL_DIRECT_AUTO, "bcast"},
+        {64u << 20, 2, 1, GPUCOLL_DIRECT_AUTO, "bcast_forward"},
+        {(256u << 20) - 1, 2, 0, GPUCOLL_DIRECT_AUTO, "bcast_forward"},
+        {256u << 20, 2, 1, GPUCOLL_DIRECT_AUTO, "bcast_push"},
+        {64u << 20, 3, 1, GPUCOLL_DIRECT_AUTO, "bcast_push"},
+        {64u << 20, 2, 2, GPUCOLL_DIRECT_AUTO, "bcast_spread"},
+        {64u << 20, 2, 1, GPUCOLL_DIRECT_PUSH, "bcast_push"},
+        {64u << 20, 2, 1, GPUCOLL_DIRECT_PULL, "bcast_direct"},
+    };
+    for (const auto &r : rows) {
+        gpucoll_config_t c = lcfg;
+        c.direct_style = r.style;
+        Plan p{};
+        CHECK(make_plan(args(GPUCOLL_COLL_BCAST, r.bytes, GPUCOLL_UINT8, GPUCOLL_OP_NONE), 0, r.ranks, c, true, &p,
+                        GpuShare{132, r.share}) &&
+                  std::string(algo_name(p.algo)) == r.want,
+              "%zu bytes, %d ranks, %d on the GPU, style %d: %s, not %s", r.bytes, r.ranks, r.share, r.style,
+              algo_name(p.algo), r.want);
+    }
 }
 
 // Small bcast and reduce take LL queued or not; only the queued plan waits
@@ -613,6 +647,7 @@ static void check_queued_calls(const gpucoll_config_t &cfg, Plan &p)
     lcfg.ll_max_bytes = GPUCOLL_DEFAULT_LL_MAX_BYTES;
     check_queued_kernels(cfg, lcfg, p);
     check_persistent_zero_copy(lcfg);
+    check_two_rank_bcast(lcfg);
     check_queued_one_way_ll(lcfg, p);
 }
 
