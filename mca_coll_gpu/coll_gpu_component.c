@@ -188,7 +188,8 @@ static const gpu_param_t gpu_params[] = {
      .def.z = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES,
      .help = "Smallest message (bytes, all ranks' blocks for allgather/reduce_scatter_block) "
              "that runs zero-copy: peers read each other's buffers through CUDA IPC instead "
-             "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes. A forced "
+             "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes; bcast "
+             "between two ranks on GPUs of their own stays on scratch below 256 MiB (faster there). A forced "
              "zero-copy coll_gpu_<kind>_algorithm makes every size a candidate, any other none"},
     {.name = "window_move_min_bytes", CFG_SIZE(window_move_min_bytes), .level = OPAL_INFO_LVL_5,
      .def.z = GPUCOLL_DEFAULT_WINDOW_MOVE_MIN_BYTES,
