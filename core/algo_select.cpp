@@ -90,6 +90,27 @@ constexpr bool bcast_forwards(const Call &c)
     if (!bcast_on_scratch(c) || c.nranks < 2 || c.share.ranks > 1) return false; // as measured: a GPU per rank
     return c.bytes >= (c.nranks == 2 ? kForwardMinBytesTwoRanks : kForwardMinBytes);
 }
+// Reduce through scratch in two shots (the non-roots reduce, the root
+// copies out) rather than one (the root reads every rank's copy): from 3
+// ranks, each on a GPU of its own, and 64 MiB, where the root's links and
+// not the barriers bound the call. 4 x H200, us, nonblocking / enqueued:
+// 64 MiB 364 / 461 against 609 / 602 for `reduce`, 256 MiB 1371 / 1731
+// against 2209 / 2255; 16 MiB 106 / 131 against 66 / 157 (session 32).
+// Not measured with ranks sharing a GPU: not taken there.
+constexpr size_t kReduceTwoShotMinBytes = 64u << 20;
+constexpr bool reduce_twoshots(const Call &c)
+{
+    return c.nranks >= 3 && c.share.ranks <= 1 && c.bytes >= kReduceTwoShotMinBytes;
+}
+// Reduce zero-copy (reduce_push) from 3 ranks, 64 MiB and direct_min_bytes:
+// below 64 MiB the one-shot through scratch took less (4 x H200, blocking,
+// us: 4 MiB 38 against 28, 16 MiB 86 against 71; 64 MiB 258 against 622,
+// 256 MiB 912 against 2243), and with 2 ranks, where the one-shot's root
+// also takes the message in only once, it took as long or longer (2 x H200
+// of the same host: 64 MiB 253 against 244, 256 MiB 841 against 850, 1 GiB
+// 3279 against 2982; session 32). Ranks sharing a GPU not measured.
+constexpr size_t kReducePushMinBytes = 64u << 20;
+constexpr int kReducePushMinRanks = 3;
 // One-shot (latency) up to oneshot_max_bytes, mapped or not: 4 x H200,
 // 512 KiB: 23.9 us against 31.1 for the two-shot (gpucoll_config.h).
 constexpr bool allreduce_oneshot_fits(const Call &c) { return c.bytes <= c.cfg.oneshot_max_bytes; }
@@ -125,7 +146,13 @@ constexpr Entry kTable[] = {
     {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, 0, false,
      not_mapped},
     {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false, always},
-    {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false, not_mapped},
+    {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false,
+     [](const Call &c) { return not_mapped(c) && !reduce_twoshots(c); }},
+    // After the older rows so that their forcing values stay. reduce_push:
+    // wherever the buffers are mapped (there is no pull kernel).
+    {"reduce_push", GPUCOLL_COLL_REDUCE, PeerAlgo::ReducePush, Protocol::ZeroCopyPush, true, 0, false, always},
+    {"reduce_twoshot", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceTwoShot, Protocol::Scratch, true, 0, false,
+     [](const Call &c) { return not_mapped(c) && reduce_twoshots(c); }},
     // Reduce_scatter(_block) has only a pull kernel (a reduction reads all inputs).
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull,
      true, 0, true, always},
@@ -215,6 +242,9 @@ constexpr size_t kZeroCopyBlockBytes = 64 * 1024;
 
 } // namespace
 
+// The two-shot kernels keep a result area after each rank's input area.
+constexpr bool two_areas(PeerAlgo a) { return a == PeerAlgo::AllreduceTwoShot || a == PeerAlgo::ReduceTwoShot; }
+
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
                Plan *plan, const GpuShare &share, bool queued)
 {
@@ -245,7 +275,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     // Areas in scratch start at multiples of the chunk: keep it a multiple
     // of 16 elements so that every area stays 16-byte aligned.
     plan->chunk = (a.count + 15) / 16 * 16;
-    plan->scratch_blocks_per_step = row->areas_per_rank ? nranks : (row->algo == PeerAlgo::AllreduceTwoShot ? 2 : 1);
+    plan->scratch_blocks_per_step = row->areas_per_rank ? nranks : (two_areas(row->algo) ? 2 : 1);
     plan->strided = row->strided;
     plan->wait_acks = queued;
     return true;
@@ -279,6 +309,10 @@ bool zero_copy_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &c
     case GPUCOLL_COLL_ALLGATHER:
         shape_ok = bytes % 16 == 0;
         size_ok = bytes * nranks >= cfg.direct_min_bytes;
+        break;
+    case GPUCOLL_COLL_REDUCE:
+        shape_ok = true;
+        size_ok = nranks >= kReducePushMinRanks && bytes >= cfg.direct_min_bytes && bytes >= kReducePushMinBytes;
         break;
     case GPUCOLL_COLL_BCAST:
         shape_ok = true;

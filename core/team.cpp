@@ -432,7 +432,10 @@ PeerArgs gpucoll::kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_c
     for (int r = 0; r < t->size; r++) k.scratch[r] = t->scratch[r];
     k.timeout_ns = (uint64_t)config().timeout_ms * 1000000ull;
     k.error = t->error;
-    k.vector_ok = ((uintptr_t)k.src % 16 == 0) && ((uintptr_t)k.dst % 16 == 0) &&
+    // A reduce_push non-root stores only into the root's output, whose
+    // alignment the root checked before it agreed to zero-copy.
+    const char *written = plan.algo == PeerAlgo::ReducePush ? exported_output(t, a, k.src, k.dst) : k.dst;
+    k.vector_ok = ((uintptr_t)k.src % 16 == 0) && ((uintptr_t)written % 16 == 0) &&
                   (!plan.strided || (a.count * elt) % 16 == 0);
     const size_t steps = is_direct(plan.algo) || is_ll(plan.algo) ? 1 : (a.count + plan.chunk - 1) / plan.chunk;
     t->epoch += steps;
@@ -447,6 +450,12 @@ const char *gpucoll::input_of(const gpucoll_team *t, const gpucoll_coll_args_t &
            : a.kind == GPUCOLL_COLL_ALLGATHER  ? rbuf + t->rank * a.count * elt
            : a.kind == GPUCOLL_COLL_ALLGATHERV ? rbuf + a.displs[t->rank] * elt
                                                : rbuf;
+}
+
+const char *gpucoll::exported_output(const gpucoll_team *t, const gpucoll_coll_args_t &a, const char *src,
+                                     const char *dst)
+{
+    return a.kind == GPUCOLL_COLL_REDUCE && a.root != t->rank ? src : dst;
 }
 
 void (*gpucoll::team_test_after_post)(int rank, uint64_t seq) = nullptr;

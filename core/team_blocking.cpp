@@ -78,12 +78,13 @@ struct Blocking {
 
 // Descriptors of this rank's buffers for the peers to map; false if either
 // cannot be exported.
-bool describe_buffers(IpcCache &ipc, const Blocking &c, ShmRank &me)
+bool describe_buffers(const gpucoll_team *t, IpcCache &ipc, const Blocking &c, ShmRank &me)
 {
+    const char *out = exported_output(t, c.a, c.src, static_cast<const char *>(c.a.rbuf));
     gpu_port_ptr_info_t si{}, ri{};
     gpu_port_query_pointer(c.src, &si); // base and buffer id too
-    gpu_port_query_pointer(c.a.rbuf, &ri);
-    return ipc.describe(c.src, si, &me.src_desc) && ipc.describe(c.a.rbuf, ri, &me.dst_desc);
+    gpu_port_query_pointer(out, &ri);
+    return ipc.describe(c.src, si, &me.src_desc) && ipc.describe(out, ri, &me.dst_desc);
 }
 
 void step_verdict(gpucoll_team *t, Blocking &c)
@@ -100,7 +101,7 @@ void step_verdict(gpucoll_team *t, Blocking &c)
     if (c.ok && c.vector) {
         // No scratch kernel serves the vector kinds: mapped buffers (the
         // team's GPU is set up after the agreement if need be), or staged.
-        c.ok = c.direct = describe_buffers(process_ipc_cache(), c, me);
+        c.ok = c.direct = describe_buffers(t, process_ipc_cache(), c, me);
         if (c.ok && c.a.kind == GPUCOLL_COLL_ALLTOALLV) {
             for (int p = 0; p < t->size; p++) me.vrdispl[p] = c.a.rdispls[p];
             me.vtotal_bytes = c.a.count * c.elt;
@@ -110,8 +111,9 @@ void step_verdict(gpucoll_team *t, Blocking &c)
     // Zero-copy needs the scratch (for its flags) to exist already: the
     // first call of a team always goes through scratch.
     if (c.ok && t->gpu == gpucoll_team::GpuReady && zero_copy_candidate(c.a, config(), t->size) &&
-        (uintptr_t)c.src % 16 == 0 && (uintptr_t)c.a.rbuf % 16 == 0)
-        c.direct = describe_buffers(*t->ipc, c, me);
+        (uintptr_t)c.src % 16 == 0 &&
+        (uintptr_t)exported_output(t, c.a, c.src, static_cast<const char *>(c.a.rbuf)) % 16 == 0)
+        c.direct = describe_buffers(t, *t->ipc, c, me);
 }
 
 // Whether the caller's computation still runs on the legacy default stream

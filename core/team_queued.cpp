@@ -207,17 +207,18 @@ void publish_buffers(gpucoll_plan *p)
 {
     gpucoll_team *t = p->team;
     const gpucoll_config_t &cfg = config();
-    if (p->sbuf.temp || p->rbuf.temp || !p->dst) return;
+    const char *out = exported_output(t, p->a, p->src, p->dst);
+    if (p->sbuf.temp || p->rbuf.temp || !out) return;
     if (p->number == UINT32_MAX) return; // its tag would read as a free slot
     if (!zero_copy_candidate(p->a, cfg, t->size)) return;
-    if ((uintptr_t)p->src % 16 || (uintptr_t)p->dst % 16) return;
+    if ((uintptr_t)p->src % 16 || (uintptr_t)out % 16) return;
     if (!make_plan(p->a, t->rank, t->size, cfg, true, &p->zc, t->share, true) || !is_direct(p->zc.algo)) return;
     // Everything that can fail first, so that taking the slot is the last step.
     IpcDesc src{}, dst{};
     gpu_port_ptr_info_t si{}, di{};
     gpu_port_query_pointer(p->src, &si);
-    gpu_port_query_pointer(p->dst, &di);
-    if (!t->ipc->describe(p->src, si, &src) || !t->ipc->describe(p->dst, di, &dst)) return;
+    gpu_port_query_pointer(out, &di);
+    if (!t->ipc->describe(p->src, si, &src) || !t->ipc->describe(out, di, &dst)) return;
     p->pins.reset(new (std::nothrow) IpcPins(t->ipc, t->device));
     if (!p->pins) return;
     const int slot = (int)(p->number % kPersistSlots);

@@ -266,6 +266,11 @@ PeerArgs kernel_args(gpucoll_team *t, const Plan &plan, const gpucoll_coll_args_
 // What the kernel reads as this rank's input (in-place allgather(v): our
 // block of the output; bcast: rbuf). In core/team.cpp.
 const char *input_of(const gpucoll_team *t, const gpucoll_coll_args_t &a);
+// The output this rank exports to its peers for zero-copy, given its input
+// and output: dst, except at a reduce's non-root, whose output MPI leaves
+// undefined; that rank exports its input instead (no kernel writes it), so
+// that every rank publishes a pair. In core/team.cpp.
+const char *exported_output(const gpucoll_team *t, const gpucoll_coll_args_t &a, const char *src, const char *dst);
 // Verbose 10: says, once per team and kind, that the forced algorithm of
 // `kind` could not serve a call and which one did (plan.forced_refused).
 void note_forced_refused(gpucoll_team *t, gpucoll_coll_kind_t kind, const Plan &plan);

@@ -65,8 +65,13 @@ enum class PeerAlgo : int {
     ReduceLL,             // the others store their input into the root's area; the root reduces the lines
     AlltoallLL,           // store block p of the input into rank p's area; copy out every rank's lines
     // Through scratch again, for buffers that are not mapped.
-    BcastForward          // root stores slice j into receiver j's scratch, barrier, receiver j forwards it to the
+    BcastForward,         // root stores slice j into receiver j's scratch, barrier, receiver j forwards it to the
                           // others' scratch, barrier, each copies out (kernels/bcast_forward.cuh)
+    // Zero-copy again (numbered after the others so that the older values stay).
+    ReducePush,           // barrier, each non-root reduces its slice from every input into the root's output; barrier
+    // Through scratch (numbered last for the same reason).
+    ReduceTwoShot         // copy in, barrier, each non-root reduces a slice into the root's scratch, barrier, the
+                          // root copies out (kernels/reduce_twoshot.cuh)
 };
 
 // The LL area follows the two scratch halves: [parity][from rank] slots of
@@ -173,7 +178,7 @@ __host__ __device__ constexpr bool is_direct(PeerAlgo a)
     return a == PeerAlgo::AllreduceDirect || a == PeerAlgo::ReduceScatterDirect ||
            a == PeerAlgo::AllgatherDirect || a == PeerAlgo::BcastDirect || a == PeerAlgo::AllreducePush ||
            a == PeerAlgo::AllreduceWrites || a == PeerAlgo::AllgatherPush || a == PeerAlgo::BcastPush ||
-           a == PeerAlgo::BcastSpread || a == PeerAlgo::VectorPush;
+           a == PeerAlgo::BcastSpread || a == PeerAlgo::VectorPush || a == PeerAlgo::ReducePush;
 }
 
 // Whether the kernel moves bytes (no datatype, no op) rather than reducing.

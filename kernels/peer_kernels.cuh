@@ -27,6 +27,8 @@
 #include "peer_args.h"
 #include "reduce.cuh"
 #include "reduce_ll.cuh"
+#include "reduce_push.cuh"
+#include "reduce_twoshot.cuh"
 #include "reduce_scatter_block.cuh"
 #include "reduce_scatter_block_ll.cuh"
 #include "reduce_scatter_direct.cuh"
@@ -56,6 +58,7 @@ template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &
     case PeerAlgo::AllreduceOneShot: run_steps<allreduce_oneshot_step<T, Op>>(a); break;
     case PeerAlgo::AllreduceTwoShot: run_steps<allreduce_twoshot_step<T, Op>>(a); break;
     case PeerAlgo::Reduce: run_steps<reduce_step<T, Op>>(a); break;
+    case PeerAlgo::ReduceTwoShot: run_steps<reduce_twoshot_step<T, Op>>(a); break;
     case PeerAlgo::ReduceScatterBlock: run_steps<reduce_scatter_block_step<T, Op>>(a); break;
     default: break;
     }
@@ -70,6 +73,7 @@ template <class T, class Op> __device__ void run_zero_copy_reduce(const PeerArgs
     case PeerAlgo::AllreduceDirect: allreduce_direct<T, Op>(s); break;
     case PeerAlgo::AllreducePush: allreduce_push<T, Op>(s); break;
     case PeerAlgo::AllreduceWrites: allreduce_writes<T, Op>(s); break;
+    case PeerAlgo::ReducePush: reduce_push<T, Op>(s); break;
     case PeerAlgo::ReduceScatterDirect: reduce_scatter_direct<T, Op>(s); break;
     default: break;
     }

@@ -148,8 +148,11 @@ static const gpu_param_t gpu_params[] = {
              "one algorithm by name. oneshot, twoshot, direct and writes are the former names of "
              "allreduce_oneshot, allreduce_twoshot, allreduce_direct and allreduce_writes." ALGORITHM_HELP_TAIL},
     {.name = "reduce_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_REDUCE), .level = OPAL_INFO_LVL_5, .def.i = 0,
-     .help = "Reduce over peer memory: auto (reduce_ll up to ll_max_bytes, else reduce through scratch), or "
-             "one algorithm by name." ALGORITHM_HELP_TAIL},
+     .help = "Reduce over peer memory: auto (reduce_push, zero-copy by stores into the root's buffer, from "
+             "64 MiB and direct_min_bytes with 3 ranks or more where every buffer can be mapped; else "
+             "reduce_ll up to ll_max_bytes, reduce through scratch above, reduce_twoshot (through scratch, "
+             "the non-roots reducing slices for the root) from 64 MiB with 3 ranks or more where each rank "
+             "has a GPU of its own), or one algorithm by name." ALGORITHM_HELP_TAIL},
     {.name = "bcast_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_BCAST), .level = OPAL_INFO_LVL_5, .def.i = 0,
      .help = "Bcast over peer memory: auto (zero-copy from direct_min_bytes where every buffer can be "
              "mapped: bcast_spread (the root copies a slice too) where all ranks share one GPU, "
@@ -188,7 +191,8 @@ static const gpu_param_t gpu_params[] = {
      .def.z = GPUCOLL_DEFAULT_DIRECT_MIN_BYTES,
      .help = "Smallest message (bytes, all ranks' blocks for allgather/reduce_scatter_block) "
              "that runs zero-copy: peers read each other's buffers through CUDA IPC instead "
-             "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes; bcast "
+             "of copying through scratch. Allreduce also needs to exceed oneshot_max_bytes, reduce 64 MiB and "
+             "3 ranks; bcast "
              "between two ranks on GPUs of their own stays on scratch below 256 MiB (faster there). A forced "
              "zero-copy coll_gpu_<kind>_algorithm makes every size a candidate, any other none"},
     {.name = "window_move_min_bytes", CFG_SIZE(window_move_min_bytes), .level = OPAL_INFO_LVL_5,

@@ -15,7 +15,8 @@
 // each rank's first kernel waits for a peer's second, which must make
 // progress with the blocks that find room (the scratch two-shot used to
 // wait for every block of every rank there and deadlocked on 4 x H200).
-// bcast_forward, crossed the same way, must too.
+// bcast_forward, crossed the same way, must too, and the two-shot reduce
+// (every root; the other ranks' outputs untouched).
 #include "kernel_host_shim.h"
 
 #include <atomic>
@@ -253,14 +254,24 @@ private:
 
 int32_t allreduce_input(int team, int rank, size_t i) { return (int32_t)(team * 1000003 + rank * 7919 + (int)i * 13); }
 
-// One communicator's call on `count` int32: an allreduce, or a bcast from
-// rank 0 in place (bcast_forward); its scratch and every rank's buffers.
+// What a communicator's call runs: the two-shot allreduce, bcast_forward
+// from rank 0 in place, or the two-shot reduce to `root`.
+enum class Kind { Allreduce, Bcast, Reduce };
+const char *kind_name(Kind k)
+{
+    return k == Kind::Bcast ? "bcast_forward" : k == Kind::Reduce ? "reduce_twoshot" : "two-shot";
+}
+
+// One communicator's call on `count` int32; its scratch and every rank's buffers.
 struct TeamCall {
     World w;
     std::vector<std::unique_ptr<Buf>> src, dst;
     size_t count;
+    Kind kind;
+    int root;
     bool bcast;
-    TeamCall(int nranks, size_t n, int team, bool is_bcast) : w(nranks), count(n), bcast(is_bcast)
+    TeamCall(int nranks, size_t n, int team, Kind k, int root_rank = 0)
+        : w(nranks), count(n), kind(k), root(root_rank), bcast(k == Kind::Bcast)
     {
         for (int r = 0; r < nranks; r++) {
             src.emplace_back(new Buf(n * sizeof(int32_t)));
@@ -271,9 +282,15 @@ struct TeamCall {
             if (bcast && r == 0) std::memcpy(dst.back()->p, in, n * sizeof(int32_t));
         }
     }
-    // What rank-independent element i of the result is.
-    int32_t want(int team, int nranks, size_t i) const
+    // What element i of rank r's result is (a reduce's other ranks keep
+    // what their output held).
+    int32_t want(int team, int nranks, int r, size_t i) const
     {
+        if (kind == Kind::Reduce && r != root) {
+            int32_t untouched;
+            std::memset(&untouched, 0xee, sizeof untouched);
+            return untouched;
+        }
         if (bcast) return allreduce_input(team, 0, i);
         int32_t sum = 0;
         for (int q = 0; q < nranks; q++) sum += allreduce_input(team, q, i);
@@ -301,9 +318,14 @@ void run_team_call(TeamCall &tc, int r, int nranks, bool vector_ok, uint64_t tim
         a.chunk = kHalf;
         return run_steps<bcast_forward_step>(a);
     }
-    a.algo = PeerAlgo::AllreduceTwoShot;
     a.count = tc.count;
     a.chunk = kHalf / (2 * sizeof(int32_t)); // the result area follows the step's inputs
+    if (tc.kind == Kind::Reduce) {
+        a.algo = PeerAlgo::ReduceTwoShot;
+        a.root = tc.root;
+        return run_steps<reduce_twoshot_step<int32_t, OpSum>>(a);
+    }
+    a.algo = PeerAlgo::AllreduceTwoShot;
     run_steps<allreduce_twoshot_step<int32_t, OpSum>>(a);
 }
 
@@ -343,11 +365,12 @@ void run_team_calls(std::vector<std::unique_ptr<TeamCall>> &teams, const std::ve
 // launching them in order (odd ranks in reverse where `crossed`), with
 // `sms` blocks at once per rank: every result exact, nothing written past
 // the message, no wait given up.
-void check_team_calls(int nranks, size_t count, int nteams, bool crossed, int sms, bool vector_ok, bool bcast)
+void check_team_calls(int nranks, size_t count, int nteams, bool crossed, int sms, bool vector_ok, Kind kind,
+                      int root = 0)
 {
-    const char *what = bcast ? "bcast_forward" : "two-shot";
+    const char *what = kind_name(kind);
     std::vector<std::unique_ptr<TeamCall>> teams;
-    for (int k = 0; k < nteams; k++) teams.emplace_back(new TeamCall(nranks, count, k, bcast));
+    for (int k = 0; k < nteams; k++) teams.emplace_back(new TeamCall(nranks, count, k, kind, root));
     std::vector<std::vector<int>> order(nranks);
     for (int r = 0; r < nranks; r++)
         for (int k = 0; k < nteams; k++) order[r].push_back(crossed && r % 2 ? nteams - 1 - k : k);
@@ -358,7 +381,7 @@ void check_team_calls(int nranks, size_t count, int nteams, bool crossed, int sm
             gave_up += teams[k]->w.error[r] != 0;
             const int32_t *out = reinterpret_cast<const int32_t *>(teams[k]->dst[r]->p);
             for (size_t i = 0; i < count + 8; i++) {
-                int32_t want = teams[k]->want(k, nranks, i);
+                int32_t want = teams[k]->want(k, nranks, r, i);
                 if (i >= count) std::memset(&want, 0xee, sizeof want);
                 if (out[i] != want && wrong++ < 5)
                     std::fprintf(stderr, "%s: %d ranks, %zu elements, team %d of %d%s, %d SMs: rank %d element "
@@ -377,13 +400,22 @@ void check_twoshot()
     for (int n = 2; n <= 4; n++) {
         // One step, a tail, many steps with a short last one; vector and scalar copies.
         for (size_t count : {(size_t)1, (size_t)7, step, step + 1, 5 * step + 13, 9 * step})
-            for (bool vec : {true, false}) check_team_calls(n, count, 1, false, (int)kGrid, vec, false);
+            for (bool vec : {true, false}) check_team_calls(n, count, 1, false, (int)kGrid, vec, Kind::Allreduce);
         // Two communicators crossed, with room for one grid and one more
         // block: the second kernel runs a block at a time beside the first.
-        check_team_calls(n, 7 * step + 5, 2, true, (int)kGrid + 1, true, false);
+        check_team_calls(n, 7 * step + 5, 2, true, (int)kGrid + 1, true, Kind::Allreduce);
         // bcast_forward likewise (its slices are cut per receiver; every
         // block must still pair with the same block only).
-        for (size_t count : {(size_t)5, 3 * kHalf + 7}) check_team_calls(n, count, 2, true, (int)kGrid + 1, true, true);
+        for (size_t count : {(size_t)5, 3 * kHalf + 7})
+            check_team_calls(n, count, 2, true, (int)kGrid + 1, true, Kind::Bcast);
+        // The two-shot reduce (slices cut among the non-roots), every root,
+        // alone and crossed.
+        for (int root = 0; root < n; root++) {
+            for (size_t count : {(size_t)1, (size_t)7, step + 1, 5 * step + 13})
+                for (bool vec : {true, false})
+                    check_team_calls(n, count, 1, false, (int)kGrid, vec, Kind::Reduce, root);
+            check_team_calls(n, 7 * step + 5, 2, true, (int)kGrid + 1, true, Kind::Reduce, root);
+        }
     }
 }
 
