@@ -96,7 +96,8 @@ constexpr bool bcast_forwards(const Call &c)
 // not the barriers bound the call. 4 x H200, us, nonblocking / enqueued:
 // 64 MiB 364 / 461 against 609 / 602 for `reduce`, 256 MiB 1371 / 1731
 // against 2209 / 2255; 16 MiB 106 / 131 against 66 / 157 (session 32).
-// Not measured with ranks sharing a GPU: not taken there.
+// Not with ranks sharing a GPU: 3 under MPS, 64 MiB nonblocking 438 against
+// 413 for `reduce`.
 constexpr size_t kReduceTwoShotMinBytes = 64u << 20;
 constexpr bool reduce_twoshots(const Call &c)
 {
@@ -108,7 +109,8 @@ constexpr bool reduce_twoshots(const Call &c)
 // 256 MiB 912 against 2243), and with 2 ranks, where the one-shot's root
 // also takes the message in only once, it took as long or longer (2 x H200
 // of the same host: 64 MiB 253 against 244, 256 MiB 841 against 850, 1 GiB
-// 3279 against 2982; session 32). Ranks sharing a GPU not measured.
+// 3279 against 2982; session 32). Ranks sharing one GPU gain most (3 under
+// MPS on one H200: 64 MiB 158 against 417, 256 MiB 544 against 1560).
 constexpr size_t kReducePushMinBytes = 64u << 20;
 constexpr int kReducePushMinRanks = 3;
 // One-shot (latency) up to oneshot_max_bytes, mapped or not: 4 x H200,
