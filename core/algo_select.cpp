@@ -91,17 +91,20 @@ constexpr bool bcast_forwards(const Call &c)
     return c.bytes >= (c.nranks == 2 ? kForwardMinBytesTwoRanks : kForwardMinBytes);
 }
 // Reduce through scratch in two shots (the non-roots reduce, the root
-// copies out) rather than one (the root reads every rank's copy): from 3
+// copies out) rather than one (the root reads every rank's copy): from 4
 // ranks, each on a GPU of its own, and 64 MiB, where the root's links and
 // not the barriers bound the call. 4 x H200, us, nonblocking / enqueued:
 // 64 MiB 364 / 461 against 609 / 602 for `reduce`, 256 MiB 1371 / 1731
-// against 2209 / 2255; 16 MiB 106 / 131 against 66 / 157 (session 32).
-// Not with ranks sharing a GPU: 3 under MPS, 64 MiB nonblocking 438 against
-// 413 for `reduce`.
+// against 2209 / 2255; 16 MiB 106 / 131 against 66 / 157. With 3 ranks the
+// enqueued calls lost what the nonblocking ones gained (64 MiB 357 / 457
+// against 467 / 447, 1 GiB 5221 / 6545 against 5803 / 5852), and with
+// ranks sharing a GPU the nonblocking ones lost too (3 under MPS, 64 MiB
+// 438 against 413). Session 32.
 constexpr size_t kReduceTwoShotMinBytes = 64u << 20;
+constexpr int kReduceTwoShotMinRanks = 4;
 constexpr bool reduce_twoshots(const Call &c)
 {
-    return c.nranks >= 3 && c.share.ranks <= 1 && c.bytes >= kReduceTwoShotMinBytes;
+    return c.nranks >= kReduceTwoShotMinRanks && c.share.ranks <= 1 && c.bytes >= kReduceTwoShotMinBytes;
 }
 // Reduce zero-copy (reduce_push) from 3 ranks, 64 MiB and direct_min_bytes:
 // below 64 MiB the one-shot through scratch took less (4 x H200, blocking,
