@@ -14,6 +14,7 @@ struct Call {
     bool direct; // every rank's buffers are mapped by the others
     bool ll;     // the flag-in-data kernels may serve: small enough, not zero-copy, not alltoall in place
     const GpuShare &share;
+    bool stream; // a stream-ordered call: the resident kernels run it, which lack the launch_only rows
 };
 
 // Measured thresholds of the automatic choice that are not parameters. The
@@ -102,9 +103,11 @@ constexpr bool bcast_forwards(const Call &c)
 // 438 against 413). Session 32.
 constexpr size_t kReduceTwoShotMinBytes = 64u << 20;
 constexpr int kReduceTwoShotMinRanks = 4;
+// Stream-ordered calls keep the one-shot: the two-shot is launch_only.
 constexpr bool reduce_twoshots(const Call &c)
 {
-    return c.nranks >= kReduceTwoShotMinRanks && c.share.ranks <= 1 && c.bytes >= kReduceTwoShotMinBytes;
+    return !c.stream && c.nranks >= kReduceTwoShotMinRanks && c.share.ranks <= 1 &&
+           c.bytes >= kReduceTwoShotMinBytes;
 }
 // Reduce zero-copy (reduce_push) from 3 ranks, 64 MiB and direct_min_bytes:
 // below 64 MiB the one-shot through scratch took less (4 x H200, blocking,
@@ -214,6 +217,7 @@ const char *serves_not(const Entry &e, const Call &c)
                "that cannot be exported)";
     if (e.protocol == Protocol::LL && !c.ll)
         return c.direct ? "a zero-copy call" : "larger than ll_max_bytes per rank, or an alltoall in place";
+    if (c.stream && launch_only(e.algo)) return "a stream-ordered call (the kernels it runs in lack this algorithm)";
     return nullptr;
 }
 
@@ -251,7 +255,7 @@ constexpr size_t kZeroCopyBlockBytes = 64 * 1024;
 constexpr bool two_areas(PeerAlgo a) { return a == PeerAlgo::AllreduceTwoShot || a == PeerAlgo::ReduceTwoShot; }
 
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
-               Plan *plan, const GpuShare &share, bool queued)
+               Plan *plan, const GpuShare &share, bool queued, bool stream)
 {
     (void)rank;
     if (nranks < 1 || nranks > kMaxPeers || a.count == 0) return false;
@@ -261,7 +265,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     // zero-copy call (direct_min_bytes set below ll_max_bytes) stays zero-copy.
     // In-place alltoall_ll could overwrite a block before it is sent.
     const bool ll = !direct && a.count * elt <= cfg.ll_max_bytes && (a.kind != GPUCOLL_COLL_ALLTOALL || a.sbuf);
-    const Call call{a.count * elt, nranks, cfg, direct, ll, share};
+    const Call call{a.count * elt, nranks, cfg, direct, ll, share, stream};
     const Entry *row = forced_row(a.kind, cfg);
     plan->forced_refused = row ? serves_not(*row, call) : nullptr;
     if (!row || plan->forced_refused) {
@@ -344,7 +348,8 @@ size_t plan_bytes(const Plan &plan, size_t elt, int nranks)
 
 bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_config_t &cfg)
 {
-    return cfg.resident_us > 0 && !is_direct(plan.algo) && plan.algo != PeerAlgo::LocalReduce &&
+    return cfg.resident_us > 0 && !is_direct(plan.algo) && !launch_only(plan.algo) &&
+           plan.algo != PeerAlgo::LocalReduce &&
            plan_bytes(plan, elt, nranks) <= cfg.resident_max_bytes;
 }
 

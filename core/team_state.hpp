@@ -301,9 +301,10 @@ struct UnagreedCall {
 };
 // Validates `args` and plans them from what every rank knows alike:
 // GPUCOLL_ERR_UNSUPPORTED where no kernel serves (every rank stages),
-// GPUCOLL_ERR_INVALID for a root outside the communicator.
+// GPUCOLL_ERR_INVALID for a root outside the communicator. `stream`: a
+// stream-ordered call (make_plan).
 gpucoll_status_t prepare_unagreed(const gpucoll_team *t, const gpucoll_coll_args_t &args, const gpucoll_config_t &cfg,
-                                  UnagreedCall *c);
+                                  UnagreedCall *c, bool stream);
 // One kernel launch of any mode.
 struct Launch {
     const PeerArgs *k;

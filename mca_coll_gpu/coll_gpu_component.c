@@ -152,7 +152,7 @@ static const gpu_param_t gpu_params[] = {
              "64 MiB and direct_min_bytes with 3 ranks or more where every buffer can be mapped; else "
              "reduce_ll up to ll_max_bytes, reduce through scratch above, reduce_twoshot (through scratch, "
              "the non-roots reducing slices for the root) from 64 MiB with 4 ranks or more where each rank "
-             "has a GPU of its own), or one algorithm by name." ALGORITHM_HELP_TAIL},
+             "has a GPU of its own, not in stream-ordered calls), or one algorithm by name." ALGORITHM_HELP_TAIL},
     {.name = "bcast_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_BCAST), .level = OPAL_INFO_LVL_5, .def.i = 0,
      .help = "Bcast over peer memory: auto (zero-copy from direct_min_bytes where every buffer can be "
              "mapped: bcast_spread (the root copies a slice too) where all ranks share one GPU, "

@@ -3,29 +3,39 @@
 # parameter's address (kernels/resident.cuh, serve): unless the parameter is
 # a grid constant (GPU_GRID_CONSTANT) read with plain loads, nvcc copies the
 # whole call into every thread's stack first, which cost 2.4-3.9 us a call
-# on 512-thread blocks (docs/performance_history.md, session 31). This
-# compiles the move kernels with ptxas' resource report and fails when a
-# kernel's stack frame grows past what its own locals need.
+# on 512-thread blocks (docs/performance_history.md, session 31). And a body
+# too many in one kernel makes ptxas spill: the two-shot reduce beside the
+# zero-copy bodies of the resident kernel of sums took it to 5.4 KB of stack
+# a thread (session 32), slower and reserving local memory for every thread
+# the GPU can hold. This compiles the move kernels and the largest reduce
+# kernels with ptxas' resource report and fails when a kernel's stack frame
+# grows past what its own locals need.
 #   kernel_stack_check.sh NVCC SOURCE_DIR [ARCH]      (77: no nvcc)
 set -u
 NVCC=$1 SRC=$2 ARCH=${3:-90}
-LIMIT=128
 [ -x "$NVCC" ] || { echo "no nvcc at $NVCC"; exit 77; }
-out=$("$NVCC" -I"$SRC/kernels" -I"$SRC/common" -O2 -DNDEBUG -std=c++17 \
-      --generate-code=arch=compute_$ARCH,code=sm_$ARCH -Xptxas -v -x cu -c "$SRC/kernels/peer_kernels.cu" \
-      -o /dev/null 2>&1) || { echo "$out" | tail -20; echo "compile failed"; exit 1; }
-rc=0 seen=0 kernel=""
-while IFS= read -r line; do
-  case "$line" in
-    *"Compiling entry function"*) kernel=$(echo "$line" | sed -E "s/.*function '([^']*)'.*/\1/");;
-    *"bytes stack frame"*)
-      bytes=$(echo "$line" | sed -E 's/^[^0-9]*([0-9]+) bytes stack frame.*/\1/')
-      case "$kernel" in *resident_move_kernel*|*peer_move_kernel*)
-        seen=$((seen + 1))
-        echo "$kernel: $bytes bytes of stack a thread"
-        [ "$bytes" -le $LIMIT ] || { echo "  more than $LIMIT: is the call copied into every thread?"; rc=1; };;
-      esac;;
-  esac
-done <<< "$out"
-[ $seen -ge 2 ] || { echo "ptxas reported no stack frame of the move kernels"; echo "$out" | tail -20; exit 1; }
+rc=0
+# check SOURCE PATTERN LIMIT: every kernel matching PATTERN (at least two) within LIMIT bytes
+check() {
+  local source=$1 pattern=$2 limit=$3 out seen=0 fn="" bytes line
+  out=$("$NVCC" -I"$SRC/kernels" -I"$SRC/common" -O3 -DNDEBUG -std=c++17 \
+        --generate-code=arch=compute_$ARCH,code=sm_$ARCH -Xptxas -v -x cu -c "$source" -o /dev/null 2>&1) ||
+    { echo "$out" | tail -20; echo "compile of $source failed"; rc=1; return; }
+  while IFS= read -r line; do
+    case "$line" in
+      *"Function properties for "*) fn=${line##*Function properties for };;
+      *"bytes stack frame"*)
+        bytes=$(echo "$line" | sed -E 's/^[^0-9]*([0-9]+) bytes stack frame.*/\1/')
+        if echo "$fn" | grep -Eq "$pattern"; then
+          seen=$((seen + 1))
+          echo "$fn: $bytes bytes of stack a thread (limit $limit)"
+          [ "$bytes" -le "$limit" ] || { echo "  more than $limit: a copied call, or spills?"; rc=1; }
+        fi;;
+    esac
+  done <<< "$out"
+  [ $seen -ge 2 ] || { echo "ptxas reported no stack frame of $pattern in $source"; echo "$out" | tail -20; rc=1; }
+}
+check "$SRC/kernels/peer_kernels.cu" 'resident_move_kernel|peer_move_kernel' 128
+# 144 bytes before session 32's two-shot reduce, 5472 with it in the resident kernel.
+check "$SRC/tests/core/kernel_stack_reduce.cu" 'resident_reduce_kernel|peer_reduce_kernel' 256
 exit $rc
