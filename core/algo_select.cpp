@@ -14,7 +14,6 @@ struct Call {
     bool direct; // every rank's buffers are mapped by the others
     bool ll;     // the flag-in-data kernels may serve: small enough, not zero-copy, not alltoall in place
     const GpuShare &share;
-    bool stream; // a stream-ordered call: the resident kernels run it, which lack the launch_only rows
 };
 
 // Measured thresholds of the automatic choice that are not parameters. The
@@ -91,33 +90,32 @@ constexpr bool bcast_forwards(const Call &c)
     if (!bcast_on_scratch(c) || c.nranks < 2 || c.share.ranks > 1) return false; // as measured: a GPU per rank
     return c.bytes >= (c.nranks == 2 ? kForwardMinBytesTwoRanks : kForwardMinBytes);
 }
-// Reduce through scratch in two shots (the non-roots reduce, the root
-// copies out) rather than one (the root reads every rank's copy): from 4
-// ranks, each on a GPU of its own, and 64 MiB, where the root's links and
-// not the barriers bound the call. 4 x H200, us, nonblocking / enqueued:
-// 64 MiB 364 / 461 against 609 / 602 for `reduce`, 256 MiB 1371 / 1731
-// against 2209 / 2255; 16 MiB 106 / 131 against 66 / 157. With 3 ranks the
-// enqueued calls lost what the nonblocking ones gained (64 MiB 357 / 457
-// against 467 / 447, 1 GiB 5221 / 6545 against 5803 / 5852), and with
-// ranks sharing a GPU the nonblocking ones lost too (3 under MPS, 64 MiB
-// 438 against 413). Session 32.
-constexpr size_t kReduceTwoShotMinBytes = 64u << 20;
-constexpr int kReduceTwoShotMinRanks = 4;
-// Stream-ordered calls keep the one-shot: the two-shot is launch_only.
+// Reduce's times are the root's (the slowest rank's: the one-shot's other
+// ranks only copy in and leave, so their average flatters it; session 32
+// chose these sizes on averages and set them 16x too high). 4 x H200, the
+// root's time, us, session 33:
+// - through scratch in two shots (the non-roots reduce, the root copies
+//   out) rather than one (the root reads every rank's copy), a GPU per
+//   rank: 4 ranks from 4 MiB (nonblocking 4 MiB 45 against 51 for
+//   `reduce`, 16 MiB 110 against 159, 64 MiB 373 against 617; 1 MiB 27
+//   against 26), 3 from 16 MiB (nonblocking / enqueued 16 MiB 103 / 99
+//   against 115 / 110, 64 MiB 360 / 357 against 527 / 457; 4 MiB level).
+//   With ranks sharing a GPU it was slower (3 under MPS: 16 MiB 124 against
+//   111). Every mode takes it, stream-ordered and resident calls included.
+constexpr size_t kReduceTwoShotMinBytes = 4u << 20;
+constexpr size_t kReduceTwoShotMinBytesThreeRanks = 16u << 20;
 constexpr bool reduce_twoshots(const Call &c)
 {
-    return !c.stream && c.nranks >= kReduceTwoShotMinRanks && c.share.ranks <= 1 &&
-           c.bytes >= kReduceTwoShotMinBytes;
+    if (c.nranks < 3 || c.share.ranks > 1) return false;
+    return c.bytes >= (c.nranks == 3 ? kReduceTwoShotMinBytesThreeRanks : kReduceTwoShotMinBytes);
 }
-// Reduce zero-copy (reduce_push) from 3 ranks, 64 MiB and direct_min_bytes:
-// below 64 MiB the one-shot through scratch took less (4 x H200, blocking,
-// us: 4 MiB 38 against 28, 16 MiB 86 against 71; 64 MiB 258 against 622,
-// 256 MiB 912 against 2243), and with 2 ranks, where the one-shot's root
-// also takes the message in only once, it took as long or longer (2 x H200
-// of the same host: 64 MiB 253 against 244, 256 MiB 841 against 850, 1 GiB
-// 3279 against 2982; session 32). Ranks sharing one GPU gain most (3 under
-// MPS on one H200: 64 MiB 158 against 417, 256 MiB 544 against 1560).
-constexpr size_t kReducePushMinBytes = 64u << 20;
+// - zero-copy (reduce_push) from 3 ranks and direct_min_bytes (4 MiB):
+//   4 ranks, blocking 4 MiB 38 against 52, 16 MiB 86 against 160, 64 MiB
+//   272 against 617; 3 ranks 4 MiB 37 against 40, 16 MiB 79 against 122,
+//   64 MiB 286 against 525; 3 under MPS on one H200: 4 MiB 25 against 32,
+//   16 MiB 55 against 112. With 2 ranks the one-shot's root takes the message in only
+//   once, and it stays ahead (2 x H200: 4 MiB 27 against 34, 16 MiB 70
+//   against 76, 64 MiB 243 against 280, 256 MiB 836 against 838).
 constexpr int kReducePushMinRanks = 3;
 // One-shot (latency) up to oneshot_max_bytes, mapped or not: 4 x H200,
 // 512 KiB: 23.9 us against 31.1 for the two-shot (gpucoll_config.h).
@@ -217,7 +215,6 @@ const char *serves_not(const Entry &e, const Call &c)
                "that cannot be exported)";
     if (e.protocol == Protocol::LL && !c.ll)
         return c.direct ? "a zero-copy call" : "larger than ll_max_bytes per rank, or an alltoall in place";
-    if (c.stream && launch_only(e.algo)) return "a stream-ordered call (the kernels it runs in lack this algorithm)";
     return nullptr;
 }
 
@@ -255,7 +252,7 @@ constexpr size_t kZeroCopyBlockBytes = 64 * 1024;
 constexpr bool two_areas(PeerAlgo a) { return a == PeerAlgo::AllreduceTwoShot || a == PeerAlgo::ReduceTwoShot; }
 
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
-               Plan *plan, const GpuShare &share, bool queued, bool stream)
+               Plan *plan, const GpuShare &share, bool queued)
 {
     (void)rank;
     if (nranks < 1 || nranks > kMaxPeers || a.count == 0) return false;
@@ -265,7 +262,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     // zero-copy call (direct_min_bytes set below ll_max_bytes) stays zero-copy.
     // In-place alltoall_ll could overwrite a block before it is sent.
     const bool ll = !direct && a.count * elt <= cfg.ll_max_bytes && (a.kind != GPUCOLL_COLL_ALLTOALL || a.sbuf);
-    const Call call{a.count * elt, nranks, cfg, direct, ll, share, stream};
+    const Call call{a.count * elt, nranks, cfg, direct, ll, share};
     const Entry *row = forced_row(a.kind, cfg);
     plan->forced_refused = row ? serves_not(*row, call) : nullptr;
     if (!row || plan->forced_refused) {
@@ -321,7 +318,7 @@ bool zero_copy_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &c
         break;
     case GPUCOLL_COLL_REDUCE:
         shape_ok = true;
-        size_ok = nranks >= kReducePushMinRanks && bytes >= cfg.direct_min_bytes && bytes >= kReducePushMinBytes;
+        size_ok = nranks >= kReducePushMinRanks && bytes >= cfg.direct_min_bytes;
         break;
     case GPUCOLL_COLL_BCAST:
         shape_ok = true;
@@ -348,7 +345,7 @@ size_t plan_bytes(const Plan &plan, size_t elt, int nranks)
 
 bool resident_serves(const Plan &plan, size_t elt, int nranks, const gpucoll_config_t &cfg)
 {
-    return cfg.resident_us > 0 && !is_direct(plan.algo) && !launch_only(plan.algo) &&
+    return cfg.resident_us > 0 && !is_direct(plan.algo) &&
            plan.algo != PeerAlgo::LocalReduce &&
            plan_bytes(plan, elt, nranks) <= cfg.resident_max_bytes;
 }

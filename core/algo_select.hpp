@@ -43,10 +43,9 @@ struct GpuShare {
 // one-way LL kernels end only once every peer has started the call
 // (plan->wait_acks, kernels/ll_lines.cuh), and
 // zero-copy serves only with `direct` (a persistent plan whose buffers every
-// rank mapped). `stream`: a stream-ordered call, which runs in the resident
-// kernels; no launch_only algorithm serves it.
+// rank mapped).
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
-               Plan *plan, const GpuShare &share = GpuShare{}, bool queued = false, bool stream = false);
+               Plan *plan, const GpuShare &share = GpuShare{}, bool queued = false);
 inline bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, Plan *plan)
 {
     return make_plan(a, rank, nranks, cfg, false, plan);

@@ -19,7 +19,7 @@ bool fit_chunk(const gpucoll_team *t, Plan *plan, size_t elt)
 }
 
 gpucoll_status_t prepare_unagreed(const gpucoll_team *t, const gpucoll_coll_args_t &args, const gpucoll_config_t &cfg,
-                                  UnagreedCall *c, bool stream)
+                                  UnagreedCall *c)
 {
     c->a = args;
     gpucoll_coll_args_t &a = c->a;
@@ -31,7 +31,7 @@ gpucoll_status_t prepare_unagreed(const gpucoll_team *t, const gpucoll_coll_args
     if (c->elt == 0 || a.count == 0) return GPUCOLL_ERR_UNSUPPORTED;
     if (a.kind == GPUCOLL_COLL_BCAST) a.sbuf = nullptr; // the root's buffer is its input
     // No kernel for the type and op, or no chunk that fits: alike everywhere.
-    if (!make_plan(a, t->rank, t->size, cfg, false, &c->plan, t->share, true, stream) ||
+    if (!make_plan(a, t->rank, t->size, cfg, false, &c->plan, t->share, true) ||
         !fit_chunk(t, &c->plan, c->elt))
         return GPUCOLL_ERR_UNSUPPORTED;
     c->blocks = blocks_for(c->plan, c->elt, cfg, t->size, t->share);

@@ -312,7 +312,7 @@ gpucoll_status_t plan_create_body(gpucoll_team *t, const gpucoll_coll_args_t &ar
     // Nothing agreed has set the GPU side up yet (or it failed on every rank).
     if (t->gpu != gpucoll_team::GpuReady) return GPUCOLL_ERR_UNSUPPORTED;
     UnagreedCall c;
-    gpucoll_status_t st = prepare_unagreed(t, args, cfg, &c, false);
+    gpucoll_status_t st = prepare_unagreed(t, args, cfg, &c);
     if (st != GPUCOLL_SUCCESS) return st;
     const gpucoll_coll_args_t &a = c.a;
 

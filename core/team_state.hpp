@@ -301,10 +301,9 @@ struct UnagreedCall {
 };
 // Validates `args` and plans them from what every rank knows alike:
 // GPUCOLL_ERR_UNSUPPORTED where no kernel serves (every rank stages),
-// GPUCOLL_ERR_INVALID for a root outside the communicator. `stream`: a
-// stream-ordered call (make_plan).
+// GPUCOLL_ERR_INVALID for a root outside the communicator.
 gpucoll_status_t prepare_unagreed(const gpucoll_team *t, const gpucoll_coll_args_t &args, const gpucoll_config_t &cfg,
-                                  UnagreedCall *c, bool stream);
+                                  UnagreedCall *c);
 // One kernel launch of any mode.
 struct Launch {
     const PeerArgs *k;

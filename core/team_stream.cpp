@@ -144,7 +144,7 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
         return GPUCOLL_SUCCESS;
     }
     UnagreedCall c;
-    if ((st = prepare_unagreed(t, args, cfg, &c, true)) != GPUCOLL_SUCCESS) {
+    if ((st = prepare_unagreed(t, args, cfg, &c)) != GPUCOLL_SUCCESS) {
         // Alike on every rank that makes the same call (it falls back): its
         // key shows a peer that made another one.
         if (st == GPUCOLL_ERR_UNSUPPORTED) post_stream_key(t, args, eager);

@@ -34,32 +34,61 @@ template <class T> __device__ inline Range twoshot_step_slice(size_t n, size_t f
     return Range{s.begin < n ? s.begin : n, s.end < n ? s.end : n};
 }
 
+// Block b's share of the slices the other ranks reduce, from this rank's
+// input of a step of n elements into its scratch area. Its own slice it
+// reduces straight from its input: nobody else reads it.
+template <class T> __device__ inline void twoshot_copy_in(const PeerArgs &a, T *area, const T *src, size_t n)
+{
+    size_t span;
+    for (int i = 1; i < a.nranks; i++) {
+        Range rs = twoshot_step_slice<T>(n, a.chunk, (a.rank + i) % a.nranks, a.nranks, &span);
+        copy_elems(area + rs.begin, src + rs.begin, rs.end - rs.begin, a.vector_ok, span);
+    }
+}
+
+// The reduce-scatter of a step: after every rank's copy-in, this rank
+// reduces its slice into its output and into its result area (which the
+// others read), then waits until every rank has.
+template <class T, class Op>
+__device__ bool twoshot_reduce(const PeerArgs &a, const T *src, T *dst, size_t n, uint64_t epoch)
+{
+    if (!peer_barrier(a, 0, epoch)) return false;
+    size_t span;
+    Range s = twoshot_step_slice<T>(n, a.chunk, a.rank, a.nranks, &span);
+    T *srcs[kMaxPeers];
+    for (int j = 0; j < a.nranks; j++)
+        srcs[j] = j == a.rank ? const_cast<T *>(src) + s.begin : reinterpret_cast<T *>(step_area(a, j, epoch)) + s.begin;
+    T *result = reinterpret_cast<T *>(step_area(a, a.rank, epoch)) + a.chunk;
+    // In place src is dst: reduce_elems reads every source of an element before writing it.
+    reduce_elems<T, Op>(result + s.begin, srcs, a.nranks, s.end - s.begin, a.vector_ok, dst + s.begin, span);
+    return peer_barrier(a, 1, epoch);
+}
+
+// Step `epoch` of the call (off, n of a.count, steps of a.chunk; run_steps),
+// two barriers. The gather of this step (reading the peers' result areas)
+// goes with the copy-in of the next step into the other half: past this
+// step's second barrier every rank is done with that half (it read it in
+// the step before, ahead of its own second barrier of this one), and the two
+// copies touch different parts of the user's buffers even in place. So the
+// local copy no longer takes a phase of its own while the links idle; only
+// the first step's copy-in does.
 template <class T, class Op>
 __device__ bool allreduce_twoshot_step(const PeerArgs &a, size_t off, size_t n, uint64_t epoch)
 {
-    T *mine = reinterpret_cast<T *>(step_area(a, a.rank, epoch));
-    T *dst = reinterpret_cast<T *>(a.dst) + off;
-    const T *src = reinterpret_cast<const T *>(a.src) + off;
-    size_t span;
-    for (int r = 0; r < a.nranks; r++) { // this block's share of every slice
-        Range rs = twoshot_step_slice<T>(n, a.chunk, r, a.nranks, &span);
-        copy_elems(mine + rs.begin, src + rs.begin, rs.end - rs.begin, a.vector_ok, span);
-    }
-    if (!peer_barrier(a, 0, epoch)) return false;
-
-    Range s = twoshot_step_slice<T>(n, a.chunk, a.rank, a.nranks, &span);
-    T *srcs[kMaxPeers];
-    for (int j = 0; j < a.nranks; j++) srcs[j] = reinterpret_cast<T *>(step_area(a, j, epoch)) + s.begin;
-    // The reduced slice goes to our output and to the result area the others read.
-    T *result = mine + a.chunk;
-    reduce_elems<T, Op>(result + s.begin, srcs, a.nranks, s.end - s.begin, a.vector_ok, dst + s.begin, span);
-    if (!peer_barrier(a, 1, epoch)) return false;
-
-    for (int p = 1; p < a.nranks; p++) {
-        int peer = (a.rank + p) % a.nranks; // stagger so ranks do not all read one peer at once
+    const T *src = reinterpret_cast<const T *>(a.src);
+    T *dst = reinterpret_cast<T *>(a.dst);
+    if (off == 0) twoshot_copy_in(a, reinterpret_cast<T *>(step_area(a, a.rank, epoch)), src, n);
+    if (!twoshot_reduce<T, Op>(a, src + off, dst + off, n, epoch)) return false;
+    const size_t next = off + n, nn = a.count - next < a.chunk ? a.count - next : a.chunk;
+    T *next_area = reinterpret_cast<T *>(step_area(a, a.rank, epoch + 1));
+    for (int i = 1; i < a.nranks; i++) {
+        const int peer = (a.rank + i) % a.nranks; // staggered: ranks do not all read one peer at once
+        size_t span, next_span;
         Range ps = twoshot_step_slice<T>(n, a.chunk, peer, a.nranks, &span);
+        Range ns = twoshot_step_slice<T>(nn, a.chunk, peer, a.nranks, &next_span);
         const T *theirs = reinterpret_cast<const T *>(step_area(a, peer, epoch)) + a.chunk;
-        copy_elems(dst + ps.begin, theirs + ps.begin, ps.end - ps.begin, a.vector_ok, span);
+        copy_elems_pair(dst + off + ps.begin, theirs + ps.begin, ps.end - ps.begin, next_area + ns.begin,
+                        src + next + ns.begin, ns.end - ns.begin, a.vector_ok, span);
     }
     return true;
 }

@@ -181,11 +181,6 @@ __host__ __device__ constexpr bool is_direct(PeerAlgo a)
            a == PeerAlgo::BcastSpread || a == PeerAlgo::VectorPush || a == PeerAlgo::ReducePush;
 }
 
-// Algorithms that only the launched kernels run, not the resident ones that
-// serve stream-ordered and resident calls (kernels/peer_kernels.cuh): the
-// plans of those never take them (core/algo_select.cpp).
-__host__ __device__ constexpr bool launch_only(PeerAlgo a) { return a == PeerAlgo::ReduceTwoShot; }
-
 // Whether the kernel moves bytes (no datatype, no op) rather than reducing.
 constexpr bool moves_bytes(PeerAlgo a)
 {

@@ -58,6 +58,7 @@ template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &
     case PeerAlgo::AllreduceOneShot: run_steps<allreduce_oneshot_step<T, Op>>(a); break;
     case PeerAlgo::AllreduceTwoShot: run_steps<allreduce_twoshot_step<T, Op>>(a); break;
     case PeerAlgo::Reduce: run_steps<reduce_step<T, Op>>(a); break;
+    case PeerAlgo::ReduceTwoShot: run_steps<reduce_twoshot_step<T, Op>>(a); break;
     case PeerAlgo::ReduceScatterBlock: run_steps<reduce_scatter_block_step<T, Op>>(a); break;
     default: break;
     }
@@ -95,10 +96,6 @@ template <class T, class Op> __global__ void peer_reduce_kernel(PeerArgs a)
         }
     }
     if (a.algo == PeerAlgo::LocalReduce) local_reduce<T, Op>(a);
-    // Here only (launch_only, peer_args.h): in the resident kernels the
-    // two-shot reduce made those of sums spill (255 registers and 5.4 KB of
-    // stack a thread, against 241 and 144 bytes without it).
-    else if (a.algo == PeerAlgo::ReduceTwoShot) run_steps<reduce_twoshot_step<T, Op>>(a);
     else run_scratch_reduce<T, Op>(a);
     report_done(a);
 }

@@ -178,6 +178,47 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
     }
 }
 
+// copy_elems of two copies at once, each this block's share of its n
+// elements over the same span: a thread has loads of both in flight, so that
+// a copy from a peer and one within this GPU overlap (the two-shot
+// allreduce's gather of one step and copy-in of the next) instead of the
+// links idling while the local one runs.
+template <class T>
+__device__ inline void copy_elems_pair(T *d1, const T *s1, size_t n1, T *d2, const T *s2, size_t n2, bool vector_ok,
+                                       size_t span)
+{
+    if (!vector_ok || n1 == 0 || n2 == 0) {
+        copy_elems(d1, s1, n1, vector_ok, span);
+        copy_elems(d2, s2, n2, vector_ok, span);
+        return;
+    }
+    constexpr size_t V = 16 / sizeof(T);
+    const Range r1 = block_range(n1, V, span), r2 = block_range(n2, V, span);
+    d1 += r1.begin, s1 += r1.begin, d2 += r2.begin, s2 += r2.begin;
+    const size_t l1 = (r1.end - r1.begin) / V * V, l2 = (r2.end - r2.begin) / V * V;
+    const size_t both = l1 < l2 ? l1 : l2, stride = blockDim.x * V;
+    size_t i = threadIdx.x * V;
+    for (; i + stride < both; i += 2 * stride) {
+        uint4 v[4];
+        v[0] = *reinterpret_cast<const uint4 *>(s1 + i);
+        v[1] = *reinterpret_cast<const uint4 *>(s1 + i + stride);
+        v[2] = *reinterpret_cast<const uint4 *>(s2 + i);
+        v[3] = *reinterpret_cast<const uint4 *>(s2 + i + stride);
+        *reinterpret_cast<uint4 *>(d1 + i) = v[0];
+        *reinterpret_cast<uint4 *>(d1 + i + stride) = v[1];
+        *reinterpret_cast<uint4 *>(d2 + i) = v[2];
+        *reinterpret_cast<uint4 *>(d2 + i + stride) = v[3];
+    }
+    // What is left of each: its vectors from where the pairs stopped, then
+    // the elements past its last whole vector.
+    size_t j = copy_vectors<T, 4>(d1, s1, i, l1, stride);
+    for (; j < l1; j += stride) *reinterpret_cast<uint4 *>(d1 + j) = *reinterpret_cast<const uint4 *>(s1 + j);
+    j = copy_vectors<T, 4>(d2, s2, i, l2, stride);
+    for (; j < l2; j += stride) *reinterpret_cast<uint4 *>(d2 + j) = *reinterpret_cast<const uint4 *>(s2 + j);
+    for (j = l1 + threadIdx.x; j < r1.end - r1.begin; j += blockDim.x) d1[j] = s1[j];
+    for (j = l2 + threadIdx.x; j < r2.end - r2.begin; j += blockDim.x) d2[j] = s2[j];
+}
+
 // dsts[d][i] = src[i] for every d < ndst, this block's share of n
 // elements (laid out over `span`, see block_range): one read, ndst writes
 // (the push kernels' forward step). Four 16-byte loads go out before their

@@ -207,8 +207,11 @@ __device__ inline void end_stream_call(const PeerArgs &cmd, StreamCalls *sc, con
 // counters on by the planned call's epochs, alike on every rank.
 // ZeroCopy nullptr: the kernel has no zero-copy body, and the host sets no
 // windows for its calls (core/windows.cpp, stream_windows).
+// Inlined by force: compiled as a call of its own (which ptxas chose once the
+// resident kernel of fp32 sums held one copy loop more, or the two-shot
+// reduce), it spilled 5-7 KB a thread, 4.8 KB of stack each (session 33).
 template <void (*Body)(const PeerArgs &), void (*ZeroCopy)(const PeerArgs &)>
-__device__ void run_stream_call(const PeerArgs &cmd)
+__device__ __forceinline__ void run_stream_call(const PeerArgs &cmd)
 {
     if constexpr (ZeroCopy == nullptr) {
         return Body(cmd);

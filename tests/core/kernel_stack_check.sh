@@ -3,11 +3,11 @@
 # parameter's address (kernels/resident.cuh, serve): unless the parameter is
 # a grid constant (GPU_GRID_CONSTANT) read with plain loads, nvcc copies the
 # whole call into every thread's stack first, which cost 2.4-3.9 us a call
-# on 512-thread blocks (docs/performance_history.md, session 31). And a body
-# too many in one kernel makes ptxas spill: the two-shot reduce beside the
-# zero-copy bodies of the resident kernel of sums took it to 5.4 KB of stack
-# a thread (session 32), slower and reserving local memory for every thread
-# the GPU can hold. This compiles the move kernels and the largest reduce
+# on 512-thread blocks (docs/performance_history.md, session 31). And where
+# ptxas compiles a part of a kernel as a call of its own, it may spill: with
+# run_stream_call so compiled (one body more in the resident kernel of sums)
+# that took 4.8-5.4 KB of stack a thread (sessions 32 and 33), slower and
+# reserving local memory for every thread the GPU can hold. This compiles the move kernels and the largest reduce
 # kernels with ptxas' resource report and fails when a kernel's stack frame
 # grows past what its own locals need.
 #   kernel_stack_check.sh NVCC SOURCE_DIR [ARCH]      (77: no nvcc)
@@ -36,6 +36,6 @@ check() {
   [ $seen -ge 2 ] || { echo "ptxas reported no stack frame of $pattern in $source"; echo "$out" | tail -20; rc=1; }
 }
 check "$SRC/kernels/peer_kernels.cu" 'resident_move_kernel|peer_move_kernel' 128
-# 144 bytes before session 32's two-shot reduce, 5472 with it in the resident kernel.
+# 144-208 bytes; 4.8-5.5 KB with run_stream_call not inlined (kernels/resident.cuh).
 check "$SRC/tests/core/kernel_stack_reduce.cu" 'resident_reduce_kernel|peer_reduce_kernel' 256
 exit $rc

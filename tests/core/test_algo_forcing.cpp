@@ -243,12 +243,12 @@ static void check_zero_copy_candidates(const gpucoll_config_t &base)
     CHECK(!zero_copy_candidate(call(GPUCOLL_COLL_ALLREDUCE, small, false), c, 4));
     CHECK(zero_copy_candidate(call(GPUCOLL_COLL_ALLREDUCE, big, false), c, 4));
     CHECK(!zero_copy_candidate(call(GPUCOLL_COLL_ALLREDUCE, c.oneshot_max_bytes, false), c, 4));
-    // Reduce: zero-copy (reduce_push) from 3 ranks, 64 MiB and direct_min_bytes, in place at the root too.
+    // Reduce: zero-copy (reduce_push) from 3 ranks and direct_min_bytes, in place at the root too.
     CHECK(zero_copy_candidate(call(GPUCOLL_COLL_REDUCE, big, false), c, 4));
     CHECK(zero_copy_candidate(call(GPUCOLL_COLL_REDUCE, big, true), c, 3));
     CHECK(!zero_copy_candidate(call(GPUCOLL_COLL_REDUCE, big, false), c, 2));
-    CHECK(!zero_copy_candidate(call(GPUCOLL_COLL_REDUCE, big - 16, false), c, 4));
-    CHECK(!zero_copy_candidate(call(GPUCOLL_COLL_REDUCE, c.direct_min_bytes, false), c, 4));
+    CHECK(zero_copy_candidate(call(GPUCOLL_COLL_REDUCE, c.direct_min_bytes, false), c, 3));
+    CHECK(!zero_copy_candidate(call(GPUCOLL_COLL_REDUCE, c.direct_min_bytes - 16, false), c, 4));
     gpucoll_config_t high = c;
     high.direct_min_bytes = 2 * big;
     CHECK(!zero_copy_candidate(call(GPUCOLL_COLL_REDUCE, big, false), high, 4));

@@ -642,29 +642,30 @@ static void check_queued_one_way_ll(const gpucoll_config_t &lcfg, Plan &p)
           p.algo == PeerAlgo::ReduceLL && p.wait_acks);
 }
 
-// The two-shot reduce runs only in the launched kernels: nonblocking and
-// blocking calls take it (64 MiB, 4 ranks), stream-ordered ones and resident
-// kernels never, forced or not (the resident kernels lack its body).
-static void check_launch_only_reduce(const gpucoll_config_t &cfg)
+// The two-shot reduce: 4 ranks from 4 MiB, 3 from 16 MiB (the root's time,
+// session 33), in every mode, the resident kernels included.
+static void check_twoshot_reduce(const gpucoll_config_t &cfg)
 {
     Plan p{};
-    const gpucoll_coll_args_t big = args(GPUCOLL_COLL_REDUCE, (64u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
+    const gpucoll_coll_args_t big = args(GPUCOLL_COLL_REDUCE, (4u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(big, 0, 4, cfg, false, &p, GpuShare{}, true) && p.algo == PeerAlgo::ReduceTwoShot);
     CHECK(make_plan(big, 0, 4, cfg, false, &p) && p.algo == PeerAlgo::ReduceTwoShot);
-    CHECK(make_plan(big, 0, 4, cfg, false, &p, GpuShare{}, true, true) && p.algo == PeerAlgo::Reduce);
+    CHECK(make_plan(big, 0, 3, cfg, false, &p) && p.algo == PeerAlgo::Reduce);
+    const gpucoll_coll_args_t sixteen = args(GPUCOLL_COLL_REDUCE, (16u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
+    CHECK(make_plan(sixteen, 0, 3, cfg, false, &p) && p.algo == PeerAlgo::ReduceTwoShot);
+    CHECK(make_plan(sixteen, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::Reduce);
+    const gpucoll_coll_args_t below = args(GPUCOLL_COLL_REDUCE, (4u << 20) / 4 - 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
+    CHECK(make_plan(below, 0, 4, cfg, false, &p, GpuShare{}, true) && p.algo == PeerAlgo::Reduce);
     gpucoll_config_t forced = cfg;
     forced.algorithm[GPUCOLL_COLL_REDUCE] = 4; // reduce_ll, reduce, reduce_push, reduce_twoshot
     CHECK(std::strcmp(forced_algorithm(GPUCOLL_COLL_REDUCE, forced), "reduce_twoshot") == 0);
     const gpucoll_coll_args_t small = args(GPUCOLL_COLL_REDUCE, 1024, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(small, 0, 3, forced, false, &p, GpuShare{}, true) && p.algo == PeerAlgo::ReduceTwoShot &&
           !p.forced_refused);
-    CHECK(make_plan(small, 0, 3, forced, false, &p, GpuShare{}, true, true) && p.algo != PeerAlgo::ReduceTwoShot &&
-          p.forced_refused && std::strstr(p.forced_refused, "stream-ordered"));
     gpucoll_config_t resident = forced;
     resident.resident_us = 100;
-    CHECK(make_plan(small, 0, 3, resident, false, &p) && p.algo == PeerAlgo::ReduceTwoShot);
-    CHECK(!resident_serves(p, 4, 3, resident));
-    CHECK(make_plan(small, 0, 3, cfg, false, &p) && p.algo == PeerAlgo::Reduce && resident_serves(p, 4, 3, resident));
+    CHECK(make_plan(small, 0, 3, resident, false, &p) && p.algo == PeerAlgo::ReduceTwoShot &&
+          resident_serves(p, 4, 3, resident));
 }
 
 static void check_queued_calls(const gpucoll_config_t &cfg, Plan &p)
@@ -675,7 +676,7 @@ static void check_queued_calls(const gpucoll_config_t &cfg, Plan &p)
     check_persistent_zero_copy(lcfg);
     check_two_rank_bcast(lcfg);
     check_queued_one_way_ll(lcfg, p);
-    check_launch_only_reduce(cfg);
+    check_twoshot_reduce(cfg);
 }
 
 // The parameters every rank must share: equal configs agree, a change

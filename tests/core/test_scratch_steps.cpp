@@ -394,6 +394,81 @@ void check_team_calls(int nranks, size_t count, int nteams, bool crossed, int sm
     CHECK(wrong == 0);
 }
 
+// Two-shot allreduces back to back on one communicator, every rank's
+// threads done with one before starting the next (stream order), counts
+// with one step, many and a tail, odd ones in place: each step copies the
+// next one's input into the other half while it gathers, so a rank that
+// runs ahead must still not write where a peer reads.
+void check_twoshot_sequence(int nranks)
+{
+    const size_t step = kHalf / (2 * sizeof(int32_t));
+    const size_t counts[] = {5 * step + 13, step, 3 * step, 7, 2 * step + 1, 9 * step};
+    const int ncalls = (int)(sizeof counts / sizeof counts[0]);
+    World w(nranks);
+    std::vector<std::vector<std::unique_ptr<Buf>>> src(nranks), dst(nranks);
+    std::vector<uint64_t> epoch0(ncalls);
+    for (int c = 0, e = 1; c < ncalls; e += (int)((counts[c] + step - 1) / step), c++) epoch0[c] = (uint64_t)e;
+    for (int r = 0; r < nranks; r++)
+        for (int c = 0; c < ncalls; c++) {
+            src[r].emplace_back(new Buf(counts[c] * sizeof(int32_t)));
+            dst[r].emplace_back(new Buf((counts[c] + 8) * sizeof(int32_t)));
+            std::memset(dst[r][c]->p, 0xee, dst[r][c]->n);
+            int32_t *in = reinterpret_cast<int32_t *>(c % 2 ? dst[r][c]->p : src[r][c]->p);
+            for (size_t i = 0; i < counts[c]; i++) in[i] = allreduce_input(c, r, i);
+        }
+    std::vector<std::unique_ptr<Barrier>> stream;
+    std::vector<std::unique_ptr<BlockSync>> blocks;
+    for (int r = 0; r < nranks; r++) stream.emplace_back(new Barrier(kGrid * kBlock));
+    for (int i = 0; i < nranks * (int)kGrid; i++) blocks.emplace_back(new BlockSync(kBlock));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < nranks; r++)
+        for (unsigned b = 0; b < kGrid; b++)
+            for (unsigned t = 0; t < kBlock; t++)
+                threads.emplace_back([&, r, b, t] {
+                    gridDim.x = kGrid;
+                    blockDim.x = kBlock;
+                    blockIdx.x = b;
+                    threadIdx.x = t;
+                    t_block = blocks[r * kGrid + b].get();
+                    for (int c = 0; c < ncalls; c++) {
+                        PeerArgs a{};
+                        a.algo = PeerAlgo::AllreduceTwoShot;
+                        a.rank = r;
+                        a.nranks = nranks;
+                        a.dst = dst[r][c]->p;
+                        a.src = c % 2 ? a.dst : src[r][c]->p;
+                        a.count = counts[c];
+                        a.chunk = step;
+                        a.half_bytes = kHalf;
+                        a.epoch0 = epoch0[c];
+                        for (int p = 0; p < nranks; p++) a.scratch[p] = w.scratch[p]->p;
+                        a.timeout_ns = 30ull * 1000 * 1000 * 1000;
+                        a.error = &w.error[r];
+                        a.vector_ok = true;
+                        run_steps<allreduce_twoshot_step<int32_t, OpSum>>(a);
+                        stream[r]->wait();
+                    }
+                });
+    for (auto &t : threads) t.join();
+    int wrong = 0;
+    for (int r = 0; r < nranks; r++) {
+        CHECK(w.error[r] == 0);
+        for (int c = 0; c < ncalls; c++) {
+            const int32_t *out = reinterpret_cast<const int32_t *>(dst[r][c]->p);
+            for (size_t i = 0; i < counts[c] + 8; i++) {
+                int32_t want = 0;
+                for (int q = 0; q < nranks; q++) want += allreduce_input(c, q, i);
+                if (i >= counts[c]) std::memset(&want, 0xee, sizeof want);
+                if (out[i] != want && wrong++ < 5)
+                    std::fprintf(stderr, "two-shot sequence: %d ranks, rank %d, call %d (%zu elements%s): element %zu "
+                                         "is %d, not %d\n",
+                                 nranks, r, c, counts[c], c % 2 ? ", in place" : "", i, out[i], want);
+            }
+        }
+    }
+    CHECK(wrong == 0);
+}
+
 void check_twoshot()
 {
     const size_t step = kHalf / (2 * sizeof(int32_t));
@@ -404,6 +479,7 @@ void check_twoshot()
         // Two communicators crossed, with room for one grid and one more
         // block: the second kernel runs a block at a time beside the first.
         check_team_calls(n, 7 * step + 5, 2, true, (int)kGrid + 1, true, Kind::Allreduce);
+        check_twoshot_sequence(n);
         // bcast_forward likewise (its slices are cut per receiver; every
         // block must still pair with the same block only).
         for (size_t count : {(size_t)5, 3 * kHalf + 7})

@@ -283,7 +283,11 @@ bool measure_call(const Context &x, const Path &p, Mode m, const Case &c, unsign
     r.avg_us = sum / x.nranks * 1e6;
     r.min_us = mn * 1e6;
     r.max_us = mx * 1e6;
-    r.algbw = r.avg_us > 0 ? c.size_bytes() / (r.avg_us * 1e3) : 0;
+    // A rooted call is done when its slowest rank is: the others of a bcast
+    // or reduce may leave long before the root has its data, and their mean
+    // would flatter it (a reduce's by 2x, 4 x H200).
+    const double call_us = coll_has_root(c.coll) ? r.max_us : r.avg_us;
+    r.algbw = call_us > 0 ? c.size_bytes() / (call_us * 1e3) : 0;
     r.busbw = r.algbw * busbw_factor(c.coll, x.nranks);
     r.errors = all_errors;
     r.valid = !x.opt.check ? "off" : all_errors ? "FAIL" : "ok";
@@ -291,7 +295,7 @@ bool measure_call(const Context &x, const Path &p, Mode m, const Case &c, unsign
         r.overlap_pct = measure_overlap(x, call, r.iters, sum / x.nranks);
     if (x.copy_rate > 0 && r.avg_us > 0) {
         r.bound_us = hbm_traffic_bytes(c) / (2 * x.copy_rate) * 1e6;   // 0: nothing must move
-        r.vs_bound = r.bound_us / r.avg_us;
+        r.vs_bound = r.bound_us / call_us;
     }
     *out = r;
     return true;
@@ -353,8 +357,9 @@ std::vector<Row> measure_size(const Context &x, const std::vector<Path> &paths, 
     }
     // ratios on the mpi rows: ours over NCCL in the same way of calling (the
     // synced one if run for the MPI call modes) and over staged in the same mode
+    auto call_us = [&](const Row &r) { return coll_has_root(c.coll) ? r.max_us : r.avg_us; };
     auto lat = [&](const char *name, Mode m) {
-        for (const Row &r : rows) if (r.path == name && r.mode == m) return r.avg_us;
+        for (const Row &r : rows) if (r.path == name && r.mode == m) return call_us(r);
         return 0.0;
     };
     const double nccl = lat("nccl", Mode::Blocking) > 0 ? lat("nccl", Mode::Blocking) : lat("nccl-nosync", Mode::Blocking);
@@ -367,8 +372,8 @@ std::vector<Row> measure_size(const Context &x, const std::vector<Path> &paths, 
         const double ref = r.mode == Mode::Enqueue ? enq
                          : r.mode == Mode::Graph   ? lat("nccl-graph", Mode::Graph)
                                                    : nccl;
-        if (ref > 0) r.vs_nccl = r.avg_us / ref;
-        if (staged > 0) r.vs_staged = r.avg_us / staged;
+        if (ref > 0) r.vs_nccl = call_us(r) / ref;
+        if (staged > 0) r.vs_staged = call_us(r) / staged;
     }
     return rows;
 }
