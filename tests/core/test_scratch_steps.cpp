@@ -125,6 +125,34 @@ struct World {
 
 unsigned char input_byte(int call, size_t i) { return (unsigned char)(call * 37 + i * 11 + (i >> 8)); }
 
+// Every GPU thread of `nranks` ranks as a std::thread, running calls
+// 0..ncalls-1 through `call(r, c)` (a kernel's code set up for rank r's
+// call c), each rank's threads all done with call c before any starts
+// c + 1 (stream order).
+template <class Fn> void run_calls_in_order(int nranks, int ncalls, Fn call)
+{
+    std::vector<std::unique_ptr<Barrier>> stream;
+    std::vector<std::unique_ptr<BlockSync>> blocks;
+    for (int r = 0; r < nranks; r++) stream.emplace_back(new Barrier(kGrid * kBlock));
+    for (int i = 0; i < nranks * (int)kGrid; i++) blocks.emplace_back(new BlockSync(kBlock));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < nranks; r++)
+        for (unsigned b = 0; b < kGrid; b++)
+            for (unsigned t = 0; t < kBlock; t++)
+                threads.emplace_back([&, r, b, t] {
+                    gridDim.x = kGrid;
+                    blockDim.x = kBlock;
+                    blockIdx.x = b;
+                    threadIdx.x = t;
+                    t_block = blocks[r * kGrid + b].get();
+                    for (int c = 0; c < ncalls; c++) {
+                        call(r, c);
+                        stream[r]->wait();
+                    }
+                });
+    for (auto &t : threads) t.join();
+}
+
 // Runs `calls` on every rank, each rank's threads all done with call c
 // before any starts c + 1; rank r's buffers for call c are bufs[r][c].
 void run(World &w, const std::vector<Call> &calls, std::vector<std::vector<std::unique_ptr<Buf>>> &bufs)
@@ -136,43 +164,26 @@ void run(World &w, const std::vector<Call> &calls, std::vector<std::vector<std::
         const size_t chunk = kHalf; // bytes: one area in all (areas_per_rank 0)
         e += (calls[c].bytes + chunk - 1) / chunk;
     }
-    std::vector<std::unique_ptr<Barrier>> stream;
-    std::vector<std::unique_ptr<BlockSync>> blocks;
-    for (int r = 0; r < w.n; r++) stream.emplace_back(new Barrier(kGrid * kBlock));
-    for (int i = 0; i < w.n * (int)kGrid; i++) blocks.emplace_back(new BlockSync(kBlock));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < w.n; r++)
-        for (unsigned b = 0; b < kGrid; b++)
-            for (unsigned t = 0; t < kBlock; t++)
-                threads.emplace_back([&, r, b, t] {
-                    gridDim.x = kGrid;
-                    blockDim.x = kBlock;
-                    blockIdx.x = b;
-                    threadIdx.x = t;
-                    t_block = blocks[r * kGrid + b].get();
-                    for (size_t c = 0; c < calls.size(); c++) {
-                        const Call &call = calls[c];
-                        PeerArgs a{};
-                        a.algo = call.algo;
-                        a.rank = r;
-                        a.nranks = w.n;
-                        a.root = call.root;
-                        a.src = bufs[r][c]->p + call.offset;
-                        a.dst = bufs[r][c]->p + call.offset; // bcast: in place everywhere
-                        a.count = call.bytes;
-                        a.chunk = kHalf;
-                        a.half_bytes = kHalf;
-                        a.epoch0 = epoch0[c];
-                        for (int p = 0; p < w.n; p++) a.scratch[p] = w.scratch[p]->p;
-                        a.timeout_ns = 30ull * 1000 * 1000 * 1000; // a broken kernel fails, not hangs
-                        a.error = &w.error[r];
-                        a.vector_ok = call.offset % 16 == 0;
-                        if (call.algo == PeerAlgo::BcastForward) run_steps<bcast_forward_step>(a);
-                        else run_steps<bcast_step>(a);
-                        stream[r]->wait();
-                    }
-                });
-    for (auto &t : threads) t.join();
+    run_calls_in_order(w.n, (int)calls.size(), [&](int r, int c) {
+        const Call &call = calls[c];
+        PeerArgs a{};
+        a.algo = call.algo;
+        a.rank = r;
+        a.nranks = w.n;
+        a.root = call.root;
+        a.src = bufs[r][c]->p + call.offset;
+        a.dst = bufs[r][c]->p + call.offset; // bcast: in place everywhere
+        a.count = call.bytes;
+        a.chunk = kHalf;
+        a.half_bytes = kHalf;
+        a.epoch0 = epoch0[c];
+        for (int p = 0; p < w.n; p++) a.scratch[p] = w.scratch[p]->p;
+        a.timeout_ns = 30ull * 1000 * 1000 * 1000; // a broken kernel fails, not hangs
+        a.error = &w.error[r];
+        a.vector_ok = call.offset % 16 == 0;
+        if (call.algo == PeerAlgo::BcastForward) run_steps<bcast_forward_step>(a);
+        else run_steps<bcast_step>(a);
+    });
 }
 
 // Every rank's buffer after a sequence of bcasts: the root's input, and
@@ -416,40 +427,23 @@ void check_twoshot_sequence(int nranks)
             int32_t *in = reinterpret_cast<int32_t *>(c % 2 ? dst[r][c]->p : src[r][c]->p);
             for (size_t i = 0; i < counts[c]; i++) in[i] = allreduce_input(c, r, i);
         }
-    std::vector<std::unique_ptr<Barrier>> stream;
-    std::vector<std::unique_ptr<BlockSync>> blocks;
-    for (int r = 0; r < nranks; r++) stream.emplace_back(new Barrier(kGrid * kBlock));
-    for (int i = 0; i < nranks * (int)kGrid; i++) blocks.emplace_back(new BlockSync(kBlock));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < nranks; r++)
-        for (unsigned b = 0; b < kGrid; b++)
-            for (unsigned t = 0; t < kBlock; t++)
-                threads.emplace_back([&, r, b, t] {
-                    gridDim.x = kGrid;
-                    blockDim.x = kBlock;
-                    blockIdx.x = b;
-                    threadIdx.x = t;
-                    t_block = blocks[r * kGrid + b].get();
-                    for (int c = 0; c < ncalls; c++) {
-                        PeerArgs a{};
-                        a.algo = PeerAlgo::AllreduceTwoShot;
-                        a.rank = r;
-                        a.nranks = nranks;
-                        a.dst = dst[r][c]->p;
-                        a.src = c % 2 ? a.dst : src[r][c]->p;
-                        a.count = counts[c];
-                        a.chunk = step;
-                        a.half_bytes = kHalf;
-                        a.epoch0 = epoch0[c];
-                        for (int p = 0; p < nranks; p++) a.scratch[p] = w.scratch[p]->p;
-                        a.timeout_ns = 30ull * 1000 * 1000 * 1000;
-                        a.error = &w.error[r];
-                        a.vector_ok = true;
-                        run_steps<allreduce_twoshot_step<int32_t, OpSum>>(a);
-                        stream[r]->wait();
-                    }
-                });
-    for (auto &t : threads) t.join();
+    run_calls_in_order(nranks, ncalls, [&](int r, int c) {
+        PeerArgs a{};
+        a.algo = PeerAlgo::AllreduceTwoShot;
+        a.rank = r;
+        a.nranks = nranks;
+        a.dst = dst[r][c]->p;
+        a.src = c % 2 ? a.dst : src[r][c]->p;
+        a.count = counts[c];
+        a.chunk = step;
+        a.half_bytes = kHalf;
+        a.epoch0 = epoch0[c];
+        for (int p = 0; p < nranks; p++) a.scratch[p] = w.scratch[p]->p;
+        a.timeout_ns = 30ull * 1000 * 1000 * 1000;
+        a.error = &w.error[r];
+        a.vector_ok = true;
+        run_steps<allreduce_twoshot_step<int32_t, OpSum>>(a);
+    });
     int wrong = 0;
     for (int r = 0; r < nranks; r++) {
         CHECK(w.error[r] == 0);
