@@ -237,6 +237,12 @@ double measure_overlap(const Context &x, Call &call, int iters, double t_pure)
 // One row: the path in one mode validated, timed and, where asked, its
 // overlap measured, on the case whose host inputs are ready. Returns false
 // (no row) where an enqueued call was refused.
+// A call's time for algbw and the ratios. A rooted call is done when its
+// slowest rank is: the others of a bcast or reduce may leave long before the
+// root has its data, and their mean would flatter it (a one-shot reduce's
+// by 2x, 4 x H200). max_us is rank 0's only, as the rows are.
+double call_time_us(const Row &r, Coll coll) { return coll_has_root(coll) ? r.max_us : r.avg_us; }
+
 bool measure_call(const Context &x, const Path &p, Mode m, const Case &c, unsigned long long *total_errors, Row *out)
 {
     Call call(x, p, m, c);
@@ -283,17 +289,14 @@ bool measure_call(const Context &x, const Path &p, Mode m, const Case &c, unsign
     r.avg_us = sum / x.nranks * 1e6;
     r.min_us = mn * 1e6;
     r.max_us = mx * 1e6;
-    // A rooted call is done when its slowest rank is: the others of a bcast
-    // or reduce may leave long before the root has its data, and their mean
-    // would flatter it (a reduce's by 2x, 4 x H200).
-    const double call_us = coll_has_root(c.coll) ? r.max_us : r.avg_us;
+    const double call_us = call_time_us(r, c.coll);
     r.algbw = call_us > 0 ? c.size_bytes() / (call_us * 1e3) : 0;
     r.busbw = r.algbw * busbw_factor(c.coll, x.nranks);
     r.errors = all_errors;
     r.valid = !x.opt.check ? "off" : all_errors ? "FAIL" : "ok";
     if (x.opt.overlap && p.kind == Kind::Mpi && m == Mode::Nonblocking)
         r.overlap_pct = measure_overlap(x, call, r.iters, sum / x.nranks);
-    if (x.copy_rate > 0 && r.avg_us > 0) {
+    if (x.copy_rate > 0 && call_us > 0) {
         r.bound_us = hbm_traffic_bytes(c) / (2 * x.copy_rate) * 1e6;   // 0: nothing must move
         r.vs_bound = r.bound_us / call_us;
     }
@@ -357,9 +360,8 @@ std::vector<Row> measure_size(const Context &x, const std::vector<Path> &paths, 
     }
     // ratios on the mpi rows: ours over NCCL in the same way of calling (the
     // synced one if run for the MPI call modes) and over staged in the same mode
-    auto call_us = [&](const Row &r) { return coll_has_root(c.coll) ? r.max_us : r.avg_us; };
     auto lat = [&](const char *name, Mode m) {
-        for (const Row &r : rows) if (r.path == name && r.mode == m) return call_us(r);
+        for (const Row &r : rows) if (r.path == name && r.mode == m) return call_time_us(r, c.coll);
         return 0.0;
     };
     const double nccl = lat("nccl", Mode::Blocking) > 0 ? lat("nccl", Mode::Blocking) : lat("nccl-nosync", Mode::Blocking);
@@ -372,8 +374,8 @@ std::vector<Row> measure_size(const Context &x, const std::vector<Path> &paths, 
         const double ref = r.mode == Mode::Enqueue ? enq
                          : r.mode == Mode::Graph   ? lat("nccl-graph", Mode::Graph)
                                                    : nccl;
-        if (ref > 0) r.vs_nccl = call_us(r) / ref;
-        if (staged > 0) r.vs_staged = call_us(r) / staged;
+        if (ref > 0) r.vs_nccl = call_time_us(r, c.coll) / ref;
+        if (staged > 0) r.vs_staged = call_time_us(r, c.coll) / staged;
     }
     return rows;
 }
