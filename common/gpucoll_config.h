@@ -51,6 +51,11 @@ typedef struct gpucoll_config {
     size_t window_move_min_bytes;    /* bcast and allgather in registered windows without a host agreement
                                         (nonblocking, persistent, stream-ordered) switch to zero-copy from
                                         this size of output on */
+    int auto_windows;                /* 1: a buffer of a nonblocking, persistent or stream-ordered call that
+                                        could run zero-copy is exported on its first such call and mapped by
+                                        the peers on their own time, so that later calls on it run zero-copy
+                                        without a host agreement (core/auto_windows.hpp); 0: only registered
+                                        windows do. The glue's default is 1 */
     int direct_style;                /* gpucoll_direct_style_t (int: the MCA parameter's storage): loads or
                                         stores for allreduce, allgather and bcast zero-copy, where the
                                         automatic choice picks (not forced by algorithm[]) */

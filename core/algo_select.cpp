@@ -465,7 +465,7 @@ uint64_t plan_config_fingerprint(const gpucoll_config_t &cfg)
                      cfg.resident_max_bytes, cfg.ll_max_bytes, cfg.window_move_min_bytes})
         f.add(v);
     for (int v : {cfg.max_blocks, cfg.busy_max_blocks, cfg.threads_per_block, cfg.direct_style, cfg.resident_us > 0 ? 1 : 0,
-                  cfg.resident_blocks, calls_at_once(cfg)})
+                  cfg.resident_blocks, calls_at_once(cfg), cfg.auto_windows ? 1 : 0})
         f.add((uint64_t)(int64_t)v);
     return f.h;
 }

@@ -10,6 +10,7 @@
 #include "stand_in_pool.hpp"
 #include "team_park.hpp"
 #include "team_state.hpp"
+#include "windows.hpp"
 
 namespace gpucoll {
 
@@ -110,7 +111,7 @@ gpucoll_status_t setup_local(gpucoll_team *t, int device)
     me.pid = (long)getpid();
     t->ipc = &process_ipc_cache();
     t->ipc->add_ring(&me.freed);
-    return GPUCOLL_SUCCESS;
+    return windows_setup(t);
 }
 
 // What every rank's grids must fit (algo_select.hpp): the fewest SMs any
@@ -187,7 +188,7 @@ gpucoll_status_t setup_gpu(gpucoll_team *t, int device)
             gpucoll_fail(GPUCOLL_ERR_UNSUPPORTED,
                          "rank %d's coll_gpu parameters that choose kernels and grids differ from this rank's "
                          "(scratch_bytes, max_blocks, block_bytes, threads_per_block, thread_calls or the thread "
-                         "level, the *_algorithm, size thresholds, resident or LL settings): they must be equal "
+                         "level, the *_algorithm, size thresholds, resident, LL or auto_windows settings): they must be equal "
                          "on every rank",
                          r);
         all_ready &= (s == 1 || s == 3) && peer.plan_config == me.plan_config;

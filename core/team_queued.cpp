@@ -383,14 +383,18 @@ bool window_plan(gpucoll_plan *p)
     return p->win_ok;
 }
 
-// Registered windows: the kernel of a launch of `plan` with `blocks`
-// switches to the zero-copy plan where every rank's buffers are in one
-// (windows_args sets k up); the grid that serves both plans.
+// Windows (registered or made on first use): the kernel of a launch of
+// `plan` with `blocks` switches to the zero-copy plan where every rank's
+// buffers are in one (windows_args sets k up); the grid that serves both plans.
 int with_windows(gpucoll_plan *p, const Plan &plan, int blocks, PeerArgs *k)
 {
     gpucoll_team *t = p->team;
-    if (p->zero_copy || is_ll(plan.algo) || !t->windows || !window_plan(p) || !windows_args(t, p->a, p->win_zc, k))
+    if (p->zero_copy || is_ll(plan.algo) || !t->windows || !window_plan(p) || !windows_args(t, p->a, p->win_zc, k, true))
         return blocks;
+    // Peers' exports found ended just now were let go of: unmapped here
+    // unless a kernel of this process runs, so that the memory their owners
+    // freed goes back to their GPUs (core/auto_windows.hpp).
+    t->ipc->close_unused();
     return p->win_blocks > blocks ? p->win_blocks : blocks;
 }
 

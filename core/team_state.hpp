@@ -16,6 +16,7 @@
 #include "core_state.hpp"
 #include "gpu_port.h"
 #include "gpucoll_core.h"
+#include "auto_windows.hpp"
 #include "ipc_cache.hpp"
 #include "peer_args.h"
 #include "peer_watch.hpp"
@@ -96,6 +97,7 @@ struct alignas(128) ShmRank {
     std::atomic<uint32_t> stream_captured;
     std::atomic<uint32_t> stream_args_differ;
     ShmWindow window;
+    ShmExports exports; // this rank's windows made on first use (core/auto_windows.hpp)
 };
 static_assert(GPUCOLL_TEAM_MAX_RANKS == kMaxPeers, "the glue sizes its arrays by GPUCOLL_TEAM_MAX_RANKS");
 

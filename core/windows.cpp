@@ -47,15 +47,6 @@ uint64_t WindowBook::describe(const void *p, size_t bytes) const
     return 0;
 }
 
-// The team's windows: the book, the table in device memory with its host
-// mirror, each window's mappings of the peers' buffers.
-struct TeamWindows {
-    WindowBook book;
-    WindowTable host{};
-    WindowTable *device = nullptr;
-    std::unique_ptr<IpcPins> pins[kMaxWindows];
-};
-
 namespace {
 
 // One round of the windows' shared-memory protocol: posts (round << 1 | ok)
@@ -115,13 +106,19 @@ gpucoll_status_t upload_row(TeamWindows *ws, int w)
     return e == gpuSuccess ? GPUCOLL_SUCCESS : gpu_error("writing the window table", e);
 }
 
+// Made at the first registration or the first call that may export; the
+// table is zeroed on a stream of its own, which waits for nobody's work.
 TeamWindows *windows_of(gpucoll_team *t)
 {
     if (t->windows) return t->windows;
     auto ws = new (std::nothrow) TeamWindows;
     if (!ws) return nullptr;
     if (gpuMalloc(reinterpret_cast<void **>(&ws->device), sizeof(WindowTable)) != gpuSuccess ||
-        gpuMemset(ws->device, 0, sizeof(WindowTable)) != gpuSuccess) {
+        gpuStreamCreateWithFlags(&ws->autow.upload, gpuStreamNonBlocking) != gpuSuccess ||
+        gpuMemsetAsync(ws->device, 0, sizeof(WindowTable), ws->autow.upload) != gpuSuccess ||
+        gpuStreamSynchronize(ws->autow.upload) != gpuSuccess) {
+        (void)gpuGetLastError();
+        if (ws->autow.upload) gpuStreamDestroy(ws->autow.upload);
         if (ws->device) gpuFree(ws->device);
         delete ws;
         return nullptr;
@@ -130,6 +127,12 @@ TeamWindows *windows_of(gpucoll_team *t)
 }
 
 } // namespace
+
+gpucoll_status_t windows_setup(gpucoll_team *t)
+{
+    if (!config().auto_windows) return GPUCOLL_SUCCESS;
+    return windows_of(t) ? GPUCOLL_SUCCESS : gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "making the window table");
+}
 
 gpucoll_status_t windows_register(gpucoll_team *t, void *buf, size_t bytes, int *id)
 {
@@ -195,9 +198,32 @@ gpucoll_status_t windows_deregister(gpucoll_team *t, int id)
 
 namespace {
 
+// The team whose windows a call of t uses: a stream-ordered team's owner
+// while that has registered windows (registration is collective, so this is
+// alike on every rank), else its own (made at the GPU set-up where
+// auto_windows is on), whose shared memory then carries its exports.
+gpucoll_team *windows_home(gpucoll_team *t)
+{
+    gpucoll_team *o = t->window_owner;
+    if (o && o->gpu == gpucoll_team::GpuReady && o->windows && o->windows->book.count() > 0) return o;
+    return t;
+}
+
 TeamWindows *windows_used_by(gpucoll_team *t)
 {
-    return t->windows ? t->windows : t->window_owner ? t->window_owner->windows : nullptr;
+    gpucoll_team *home = windows_home(t);
+    return home->gpu == gpucoll_team::GpuReady ? home->windows : nullptr;
+}
+
+// Where [p, p + bytes) lies: a registered window, else (coll_gpu_auto_windows)
+// an export of this rank's.
+uint64_t describe_buffer(gpucoll_team *t, TeamWindows *ws, const void *p, size_t bytes, bool may_export)
+{
+    const uint64_t d = ws->book.describe(p, bytes);
+    if (d || !config().auto_windows) return d;
+    gpucoll_team *home = windows_home(t);
+    DeviceGuard g(home->device);
+    return auto_window_desc(home, ws, p, bytes, may_export);
 }
 
 } // namespace
@@ -225,10 +251,11 @@ bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int
     }
 }
 
-bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k)
+bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k, bool may_export)
 {
+    if (!is_direct(zc.algo) || !window_worth(a, config(), t->size)) return false;
     TeamWindows *ws = windows_used_by(t);
-    if (!ws || ws->book.count() == 0 || !is_direct(zc.algo) || !window_worth(a, config(), t->size)) return false;
+    if (!ws || (ws->book.count() == 0 && !config().auto_windows)) return false;
     if (zc.algo == PeerAlgo::ReduceScatterDirect || zc.algo == PeerAlgo::VectorPush) return false;
     const size_t elt = gpucoll_dtype_size(a.dtype), bytes = a.count * elt;
     const size_t dst_bytes = a.kind == GPUCOLL_COLL_ALLGATHER ? bytes * (size_t)t->size : bytes;
@@ -238,20 +265,23 @@ bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc,
     k->window_dst_bytes = dst_bytes;
     // The kernel reads src and writes dst (kernel_args resolved in place and
     // stand-ins): a stand-in is in no window, so such a call runs through scratch.
-    k->window_src = ws->book.describe(k->src, bytes);
-    k->window_dst = ws->book.describe(k->dst, dst_bytes);
+    k->window_src = describe_buffer(t, ws, k->src, bytes, may_export);
+    k->window_dst = k->dst == k->src && dst_bytes == bytes ? k->window_src
+                                                           : describe_buffer(t, ws, k->dst, dst_bytes, may_export);
     return true;
 }
 
-int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k)
+int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k,
+                   bool may_export)
 {
+    if (is_ll(plan.algo) || is_direct(plan.algo)) return blocks;
     const TeamWindows *ws = windows_used_by(t);
-    if (!ws || ws->book.count() == 0 || is_ll(plan.algo) || is_direct(plan.algo)) return blocks;
+    if (!config().auto_windows && (!ws || ws->book.count() == 0)) return blocks;
     // Only the resident kernels of sums have the zero-copy bodies (kernels/peer_kernels.cuh).
     if (a.kind == GPUCOLL_COLL_ALLREDUCE && a.op != GPUCOLL_OP_SUM) return blocks;
     Plan zc{};
     int zc_blocks = 0;
-    if (!window_zero_copy_plan(t, a, &zc, &zc_blocks) || !windows_args(t, a, zc, k)) return blocks;
+    if (!window_zero_copy_plan(t, a, &zc, &zc_blocks) || !windows_args(t, a, zc, k, may_export)) return blocks;
     return zc_blocks > blocks ? zc_blocks : blocks;
 }
 
@@ -259,6 +289,12 @@ void windows_release(gpucoll_team *t)
 {
     TeamWindows *ws = t->windows;
     if (!ws) return;
+    unsigned long long calls = 0;
+    if (config().verbose >= 20 && ws->device &&
+        gpuMemcpy(&calls, &ws->device->zero_copy_calls, sizeof calls, gpuMemcpyDeviceToHost) == gpuSuccess && calls)
+        fprintf(stderr, "coll:gpu: rank %d: %llu calls without a host agreement ran zero-copy in windows\n", t->rank,
+                calls);
+    auto_windows_release(t, ws);
     if (ws->device) gpuFree(ws->device);
     delete ws; // its pins unpin the mappings
     t->windows = nullptr;

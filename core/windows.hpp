@@ -7,7 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <memory>
+
+#include "auto_windows.hpp"
 #include "gpucoll_core.h"
+#include "ipc_cache.hpp"
 #include "peer_args.h"
 
 struct gpucoll_team;
@@ -42,6 +46,19 @@ private:
     uint32_t next_gen_ = 1;
 };
 
+// The team's windows: the book, the table in device memory with its host
+// mirror, each window's mappings of the peers' buffers, the exports.
+struct TeamWindows {
+    WindowBook book;
+    WindowTable host{};
+    WindowTable *device = nullptr;
+    std::unique_ptr<IpcPins> pins[kMaxWindows];
+    AutoWindows autow;
+};
+
+// At the GPU set-up (whose outcome the ranks agree on): where auto_windows
+// is on, the table that the exports are mapped into.
+gpucoll_status_t windows_setup(gpucoll_team *t);
 // Collective over the team (every rank, in the same order as its other
 // registrations and deregistrations; not concurrently with this rank's
 // other calls on the team). Registers [buf, buf + bytes) of this rank:
@@ -71,12 +88,15 @@ bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int
 // with mapped buffers), sets k's window fields so that the kernel takes
 // `zc` when every rank's buffers are in windows. Returns whether it did
 // (the grid must then be the larger of the two plans').
-bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k);
+// `may_export`: the call may export this rank's buffers and map the peers'
+// new exports (coll_gpu_auto_windows; not while a stream is being captured).
+bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k, bool may_export);
 // For a stream-ordered call planned as `plan` with `blocks`: sets k's
 // window fields as windows_args does, where the windows the team uses
 // (its own or its owner's) could serve the call; returns the grid that
 // serves both plans. From the call alone, alike on every rank.
-int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k);
+int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k,
+                   bool may_export);
 // At the team's end, its queue drained: the table and the mappings go.
 void windows_release(gpucoll_team *t);
 

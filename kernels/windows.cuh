@@ -17,13 +17,49 @@ __device__ inline WindowPost *window_post(char *scratch, int from)
 // are), the zero-copy kernel from shared memory, or nothing (a wait gave up).
 enum ZeroCopyVerdict : int { kRunNothing = -1, kRunPlanned = 0, kRunZeroCopy = 1 };
 
+// Rank r's buffer of descriptor d as this GPU maps it. An export's row may
+// be filled while this kernel runs (core/auto_windows.cpp writes the row,
+// then its number): its number is read first.
+__device__ inline char *resolve_post(const WindowTable *tb, int r, uint64_t d, uint64_t bytes)
+{
+    if (is_export_desc(d)) {
+        const volatile uint64_t *seq = &tb->xseq[r][export_slot(d)];
+        if (!export_seq_matches(*seq, d)) return nullptr;
+        __threadfence();
+    }
+    return window_resolve(*tb, r, d, bytes);
+}
+
+// Exports are mapped by each rank on its own time, so the ranks' tables
+// may differ where registered windows cannot: block 0 posts whether this
+// rank resolved every post (into every rank's scratch, after the posts it
+// waited for), every block waits for every rank's vote. 1: all could, 0:
+// some could not, -1: a wait gave up. A rank's next vote in a slot comes
+// from its next call, which starts after this call's barriers, which come
+// after every block's reading of this one.
+__device__ inline int vote_windows(const PeerArgs &a, bool resolved)
+{
+    const int t = threadIdx.x;
+    const uint64_t mine = a.epoch0 << 1 | (resolved ? 1 : 0);
+    if (blockIdx.x == 0 && t < a.nranks) gpu_store_release_sys(&window_post(a.scratch[t], a.rank)->vote, mine);
+    int failed = 0, no = 0;
+    if (t < a.nranks) {
+        const uint64_t *v = &window_post(a.scratch[a.rank], t)->vote;
+        if (!wait_flag(a, v, a.epoch0 << 1)) failed = 1;
+        else no = !(gpu_load_acquire_sys(v) & 1);
+    }
+    if (gpu_block_any(failed)) return -1;
+    return gpu_block_any(no) ? 0 : 1;
+}
+
 // Block 0 posts this rank's descriptors to every rank (one thread per
 // rank); every block then waits for every rank's post of this call in its
 // own scratch. Waiting on block 0 of the peers (not block b) keeps the
 // progress rule of peer_barrier: a kernel's blocks start in index order and
 // block 0 posts before it waits for anything, so a peer kernel that has any
-// block on an SM has posted. Fills *s (shared memory) with the zero-copy
-// plan's arguments when the verdict is kRunZeroCopy.
+// block on an SM has posted (and votes once it has read every post). Fills
+// *s (shared memory) with the zero-copy plan's arguments when the verdict
+// is kRunZeroCopy.
 __device__ inline int take_windows(const PeerArgs &a, PeerArgs *s)
 {
     const int t = threadIdx.x;
@@ -38,7 +74,7 @@ __device__ inline int take_windows(const PeerArgs &a, PeerArgs *s)
     }
     __shared__ const char *srcs[kMaxPeers];
     __shared__ char *dsts[kMaxPeers];
-    int failed = 0, missing = 0;
+    int failed = 0, missing = 0, exported = 0;
     if (t < a.nranks) {
         WindowPost *p = window_post(a.scratch[a.rank], t);
         if (!wait_flag(a, &p->call, a.epoch0)) {
@@ -48,13 +84,22 @@ __device__ inline int take_windows(const PeerArgs &a, PeerArgs *s)
             // no rank could have read this call's, so none takes the windows.
             const volatile WindowPost *v = p;
             const bool same = v->call == a.epoch0;
-            srcs[t] = same ? window_resolve(*a.windows, t, v->src, v->src_bytes) : nullptr;
-            dsts[t] = same ? window_resolve(*a.windows, t, v->dst, v->dst_bytes) : nullptr;
+            const uint64_t sd = v->src, dd = v->dst;
+            exported = same && (is_export_desc(sd) || is_export_desc(dd));
+            srcs[t] = same ? resolve_post(a.windows, t, sd, v->src_bytes) : nullptr;
+            dsts[t] = same ? resolve_post(a.windows, t, dd, v->dst_bytes) : nullptr;
             missing = !srcs[t] || !dsts[t];
         }
     }
     if (gpu_block_any(failed)) return kRunNothing;
-    if (gpu_block_any(missing)) return kRunPlanned;
+    // Every rank read the same posts, so every rank votes or none does.
+    if (gpu_block_any(exported)) {
+        const int all = vote_windows(a, !gpu_block_any(missing));
+        if (all < 0) return kRunNothing;
+        if (!all) return kRunPlanned;
+    } else if (gpu_block_any(missing)) {
+        return kRunPlanned;
+    }
     if (t == 0) {
         if (blockIdx.x == 0) atomicAdd(const_cast<unsigned long long *>(&a.windows->zero_copy_calls), 1ull);
         *s = a;

@@ -202,6 +202,15 @@ static const gpu_param_t gpu_params[] = {
              "on (bcast between 2 ranks from 8 times as many); smaller ones keep their scratch plan, "
              "faster there than the windows' extra flag round. Allreduce in windows switches from "
              "direct_min_bytes"},
+    {.name = "auto_windows", CFG_INT(auto_windows), .level = OPAL_INFO_LVL_5, .def.i = 1,
+     .help = "1 (default): the buffer of a nonblocking, persistent or stream-ordered (also captured) call "
+             "that could run zero-copy (allreduce from direct_min_bytes; bcast and allgather from "
+             "window_move_min_bytes) is exported on its first such call, without waiting for the other "
+             "ranks, and each rank maps its peers' buffers at its own next calls; from then on calls on "
+             "those buffers run zero-copy where every rank has mapped every other's (the kernels vote, "
+             "no host wait). Each rank keeps up to 32 such allocations per communicator; a freed one is "
+             "unmapped by the peers after its owner's next such call. 0: only buffers registered "
+             "with coll_gpu_register run zero-copy in these modes"},
     {.name = "direct_style", CFG_ENUM(direct_style, direct_style_values), .level = OPAL_INFO_LVL_5,
      .def.i = GPUCOLL_DIRECT_AUTO,
      .help = "How zero-copy allreduce, allgather and bcast move data between the mapped buffers, where "

@@ -707,6 +707,7 @@ static void check_config_fingerprint()
     differs("resident_us on", [](gpucoll_config_t &c) { c.resident_us = 50; });
     differs("resident_blocks", [](gpucoll_config_t &c) { c.resident_blocks = 16; });
     differs("thread level", [](gpucoll_config_t &c) { c.thread_multiple = 1; });
+    differs("auto_windows", [](gpucoll_config_t &c) { c.auto_windows = !c.auto_windows; });
     gpucoll_config_t tm = base;
     tm.thread_multiple = 1;
     gpucoll_config_t tm1 = tm;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../common/check.h"
+#include "auto_windows.hpp"
 #include "windows.hpp"
 
 using namespace gpucoll;
@@ -166,6 +167,115 @@ void team()
     u.expect(base, too, base, uneven, false, "rank 0 past its smaller window");
 }
 
+// Export descriptors (windows made on first use) and their rows.
+void export_descriptors()
+{
+    CHECK(export_desc(-1, 1, 0) == 0 && export_desc(kMaxExports, 1, 0) == 0, "slots out of range");
+    CHECK(export_desc(0, 0, 0) == 0, "export number 0 is no export");
+    CHECK(export_desc(0, 1, kWindowOffsetMask + 1) == 0, "offsets past 1 TiB");
+    for (int w = 0; w < kMaxWindows; w++)
+        CHECK(!is_export_desc(window_desc(w, 0xffff, kWindowOffsetMask)), "window %d reads as an export", w);
+    const uint64_t d = export_desc(kMaxExports - 1, 0x10007, 32);
+    CHECK(is_export_desc(d) && export_slot(d) == kMaxExports - 1);
+    WindowTable t{};
+    char buf[256];
+    CHECK(window_resolve(t, 1, d, 16) == nullptr, "nothing mapped yet");
+    t.xbase[1][kMaxExports - 1] = buf;
+    t.xbytes[1][kMaxExports - 1] = sizeof buf;
+    t.xseq[1][kMaxExports - 1] = 0x10007;
+    CHECK(window_resolve(t, 1, d, 224) == buf + 32);
+    CHECK(window_resolve(t, 1, d, 225) == nullptr, "one byte past the allocation");
+    CHECK(window_resolve(t, 2, d, 16) == nullptr, "another rank's slot");
+    t.xseq[1][kMaxExports - 1] = 0x10008;
+    CHECK(window_resolve(t, 1, d, 16) == nullptr, "the slot holds a later export");
+    t.xseq[1][kMaxExports - 1] = 0x20007;
+    CHECK(window_resolve(t, 1, d, 16) == buf + 32, "export numbers compare in 16 bits");
+    t.xseq[1][kMaxExports - 1] = 0;
+    CHECK(window_resolve(t, 1, d, 16) == nullptr, "an emptied slot");
+    // A window and an export in one table do not shadow each other.
+    t.base[kMaxExports - 1][1] = buf + 128;
+    t.bytes[kMaxExports - 1][1] = 128;
+    t.gen[kMaxExports - 1] = 7;
+    t.xseq[1][kMaxExports - 1] = 0x10007;
+    CHECK(window_resolve(t, 1, window_desc(kMaxExports - 1, 7, 0), 16) == buf + 128);
+    CHECK(window_resolve(t, 1, d, 16) == buf + 32);
+}
+
+void export_slots()
+{
+    ExportSlots m;
+    CHECK(m.free_slot() == 0 && m.find(5) == -1 && m.next_to_check() == -1, "empty");
+    const uint64_t s0 = m.add(0, 5, 0x1000, 4096);
+    const uint64_t s1 = m.add(1, 6, 0x9000, 8192);
+    CHECK(s0 && s1 && s0 != s1 && m.find(5) == 0 && m.find(6) == 1 && m.free_slot() == 2);
+    CHECK(m.base(1) == 0x9000 && m.bytes(1) == 8192 && m.id(1) == 6 && m.seq(1) == s1);
+    CHECK(m.next_to_check() == 0 && m.next_to_check() == 1 && m.next_to_check() == 0, "live slots in turn");
+    m.retire(0);
+    CHECK(!m.live(0) && m.find(5) == -1 && m.free_slot() == 0, "a retired slot is free");
+    CHECK(m.next_to_check() == 1 && m.next_to_check() == 1, "only live slots are checked");
+    const uint64_t again = m.add(0, 5, 0x1000, 4096);
+    CHECK(again != s0 && again != s1, "a slot taken again gets a new number, also for the same allocation id");
+    for (int s = 2; s < kMaxExports; s++) m.add(s, 100 + s, 0x100000 * s, 16);
+    CHECK(m.free_slot() == -1, "all slots taken");
+}
+
+void shm_exports()
+{
+    static ShmExports x; // zeroed: no exports
+    uint64_t seq = 1;
+    IpcDesc d{};
+    CHECK(read_export(x, 3, &seq, &d) && seq == 0, "an empty slot");
+    IpcDesc w{};
+    w.buffer_id = 42;
+    w.alloc_bytes = 1 << 20;
+    const uint64_t before = x.changes.load();
+    publish_export(x, 3, 9, w);
+    CHECK(x.changes.load() > before, "a change is counted");
+    CHECK(read_export(x, 3, &seq, &d) && seq == 9 && d.buffer_id == 42 && d.alloc_bytes == (1u << 20));
+    retire_export(x, 3);
+    CHECK(read_export(x, 3, &seq, &d) && seq == 0, "retired");
+}
+
+// Ranks that map each other's exports at different times: each rank's own
+// verdict differs, so the kernels vote (kernels/windows.cuh) and every rank
+// takes the AND of all.
+void voted_exports()
+{
+    const int n = 3;
+    std::vector<WindowTable> table(n);
+    std::memset(table.data(), 0, sizeof(WindowTable) * n);
+    alignas(16) static char mem[n][4096];
+    std::vector<Post> posts(n);
+    for (int r = 0; r < n; r++) {
+        posts[r] = Post{export_desc(r, 1, 64), export_desc(r, 1, 64), 1024, 1024};
+        table[r].xbase[r][r] = mem[r]; // its own export
+        table[r].xbytes[r][r] = sizeof mem[r];
+        table[r].xseq[r][r] = 1;
+    }
+    auto map = [&](int m, int r) {
+        table[m].xbase[r][r] = mem[r] + 0x1000000 * (m + 1);
+        table[m].xbytes[r][r] = sizeof mem[r];
+        table[m].xseq[r][r] = 1;
+    };
+    auto voted = [&]() {
+        bool all = true;
+        for (int m = 0; m < n; m++) all = all && verdict(table[m], posts);
+        return all;
+    };
+    CHECK(!voted(), "nobody mapped anybody");
+    map(0, 1);
+    map(0, 2);
+    CHECK(verdict(table[0], posts) && !verdict(table[1], posts), "rank 0 alone could: the verdicts differ");
+    CHECK(!voted(), "so the vote says scratch to every rank");
+    map(1, 0);
+    map(1, 2);
+    map(2, 0);
+    map(2, 1);
+    CHECK(voted(), "every rank mapped every peer");
+    table[2].xseq[0][0] = 2; // rank 0's slot reused, seen by rank 2 only
+    CHECK(!voted(), "a post of the old export no longer resolves on rank 2");
+}
+
 // Which calls in windows switch to zero-copy, by kind and size.
 void worth()
 {
@@ -201,6 +311,10 @@ int main()
     descriptors();
     book();
     team();
+    export_descriptors();
+    export_slots();
+    shm_exports();
+    voted_exports();
     std::printf("%s\n", failures ? "test_windows: FAILED" : "test_windows: passed");
     return failures ? 1 : 0;
 }

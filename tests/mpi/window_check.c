@@ -12,12 +12,17 @@
  *   g. stream-ordered calls (allreduce out of place, bcast from every root,
  *      allgather) and a captured graph's replays on a window: MPI's results;
  *      the graph replayed after the window's deregistration: still right.
+ *   h. on a new communicator, no registration: MPI_Iallreduce on the same
+ *      buffers 4 times (windows made on first use, coll_gpu_auto_windows):
+ *      MPI's results.
  * Calls move 16 MiB: run with coll_gpu_window_move_min_bytes below that (ctest
  * sets 1 MiB) for the bcast and allgather to take the windows too.
  * --expect-zero-copy (run with coll_gpu_verbose 20): the line each
  * deregistration prints must count at least one call that ran zero-copy in
  * windows (stderr captured around it), and part g's deregistration more
- * than the one before it. Exits 77 without a GPU. */
+ * than the one before it; part h's communicator, at its free, must count a
+ * call that ran zero-copy (unless run with coll_gpu_auto_windows 0).
+ * Exits 77 without a GPU. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,6 +65,8 @@ static float input(int r, int k, size_t i) { return (float)((r + 1) * (k + 2) + 
 static void put(float *dev, const float *h, size_t n) { cudaMemcpy(dev, h, n * sizeof(float), cudaMemcpyHostToDevice); }
 static void get(float *h, const float *dev, size_t n) { cudaMemcpy(h, dev, n * sizeof(float), cudaMemcpyDeviceToHost); }
 
+static MPI_Comm g_comm = MPI_COMM_WORLD; /* of allreduce() */
+
 static void wait_req(MPI_Request *req)
 {
     MPI_Wait(req, MPI_STATUS_IGNORE);
@@ -86,7 +93,7 @@ static void allreduce(float *sbuf, float *rbuf, int k, const char *what)
     for (size_t i = 0; i < N; i++) h[i] = input(rank, k, i);
     put(sbuf ? sbuf : rbuf, h, N);
     MPI_Request req;
-    MPI_Iallreduce(sbuf ? (const void *)sbuf : MPI_IN_PLACE, rbuf, (int)N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+    MPI_Iallreduce(sbuf ? (const void *)sbuf : MPI_IN_PLACE, rbuf, (int)N, MPI_FLOAT, MPI_SUM, g_comm, &req);
     wait_req(&req);
     get(h, rbuf, N);
     check_sum(h, k, what);
@@ -161,26 +168,37 @@ static void agree(int v, const char *what)
     checks++;
 }
 
-/* Deregisters `w`; with expect_zero_copy, the verbose line must count a
- * call that ran zero-copy in windows. Returns the count. */
-static unsigned long long deregister(int w, int expect_zero_copy)
+/* Runs `step` with stderr captured into text[4096] (and passed on). */
+static int with_stderr(int (*step)(void *), void *arg, char *text)
 {
     fflush(stderr);
     FILE *f = tmpfile();
     int saved = dup(2);
     if (f && saved >= 0) dup2(fileno(f), 2);
-    int rc = coll_gpu_deregister(MPI_COMM_WORLD, w);
+    int rc = step(arg);
     fflush(stderr);
-    char text[4096] = "";
+    text[0] = 0;
     if (f && saved >= 0) {
         dup2(saved, 2);
         close(saved);
         rewind(f);
-        size_t n = fread(text, 1, sizeof text - 1, f);
+        size_t n = fread(text, 1, 4095, f);
         text[n] = 0;
         fclose(f);
         fputs(text, stderr);
     }
+    return rc;
+}
+
+static int deregister_step(void *w) { return coll_gpu_deregister(MPI_COMM_WORLD, *(int *)w); }
+static int free_step(void *c) { return MPI_Comm_free((MPI_Comm *)c); }
+
+/* Deregisters `w`; with expect_zero_copy, the verbose line must count a
+ * call that ran zero-copy in windows. Returns the count. */
+static unsigned long long deregister(int w, int expect_zero_copy)
+{
+    char text[4096];
+    int rc = with_stderr(deregister_step, &w, text);
     if (rc != MPI_SUCCESS && failures++ < 20) printf("FAIL rank %d: deregistering window %d: error %d\n", rank, w, rc);
     /* "coll:gpu: rank R: window W deregistered; N calls ran zero-copy in windows so far" */
     const char *line = strstr(text, "deregistered; ");
@@ -286,12 +304,13 @@ static cudaGraphExec_t capture_allreduce(float *buf, cudaStream_t st)
 
 int main(int argc, char **argv)
 {
-    int provided, expect_zero_copy = 0;
+    int provided, expect_zero_copy = 0, auto_zero_copy = 1;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--expect-zero-copy")) expect_zero_copy = 1;
+        else if (!strcmp(argv[i], "--no-auto")) auto_zero_copy = 0;
     if (test_select_gpu(0, NULL, NULL) < 0) {
         if (rank == 0) printf("window_check: skipped: no GPU\n");
         MPI_Finalize();
@@ -374,6 +393,24 @@ int main(int argc, char **argv)
         if (exec) cudaGraphExecDestroy(exec);
     }
     cudaStreamDestroy(st);
+    end_part();
+
+    begin_part("h. windows made on first use");
+    MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+    MPI_Barrier(g_comm); /* its GPU path */
+    for (int k = 0; k < 4; k++) allreduce(a, b, 30 + k, "iallreduce on a new communicator");
+    char text[4096];
+    with_stderr(free_step, &g_comm, text);
+    g_comm = MPI_COMM_WORLD;
+    /* "coll:gpu: rank R: N calls without a host agreement ran zero-copy in windows" */
+    const char *line = strstr(text, "calls without a host agreement ran zero-copy");
+    const char *num = line;
+    while (num && num > text && num[-1] != ':') num--;
+    unsigned long long auto_calls = num ? strtoull(num, NULL, 10) : 0;
+    if (expect_zero_copy && auto_zero_copy && auto_calls == 0 && failures++ < 20)
+        printf("FAIL rank %d: no MPI_Iallreduce on the new communicator ran zero-copy (%s)\n", rank,
+               line ? "the count is 0" : "no verbose line at its free");
+    checks++;
     end_part();
 
     test_mem_free(1, a);
