@@ -1,6 +1,9 @@
 #include "windows.hpp"
 
 #include <cstdio>
+#include <mutex>
+#include <utility>
+#include <vector>
 #include <memory>
 #include <new>
 
@@ -106,20 +109,51 @@ gpucoll_status_t upload_row(TeamWindows *ws, int w)
     return e == gpuSuccess ? GPUCOLL_SUCCESS : gpu_error("writing the window table", e);
 }
 
-// Made at the first registration or the first call that may export; the
+// Tables outlive their teams, kept per GPU for the next team: freeing
+// device memory waits for the whole device, which at a communicator's free
+// may run kernels of other communicators that wait for peers (the scratch
+// is parked for the same reason, core/team_park.hpp).
+std::mutex g_tables_mu;
+std::vector<std::pair<int, WindowTable *>> g_tables;
+
+WindowTable *take_table(int device)
+{
+    std::lock_guard<std::mutex> lock(g_tables_mu);
+    for (size_t i = 0; i < g_tables.size(); i++) {
+        if (g_tables[i].first != device) continue;
+        WindowTable *w = g_tables[i].second;
+        g_tables[i] = g_tables.back();
+        g_tables.pop_back();
+        return w;
+    }
+    WindowTable *w = nullptr;
+    return gpuMalloc(reinterpret_cast<void **>(&w), sizeof(WindowTable)) == gpuSuccess ? w : nullptr;
+}
+
+void give_table(int device, WindowTable *w)
+{
+    std::lock_guard<std::mutex> lock(g_tables_mu);
+    try {
+        g_tables.emplace_back(device, w);
+    } catch (...) {
+        // Out of host memory: the table stays allocated, unused.
+    }
+}
+
+// Made at the GPU set-up (auto_windows) or the first registration; the
 // table is zeroed on a stream of its own, which waits for nobody's work.
 TeamWindows *windows_of(gpucoll_team *t)
 {
     if (t->windows) return t->windows;
     auto ws = new (std::nothrow) TeamWindows;
     if (!ws) return nullptr;
-    if (gpuMalloc(reinterpret_cast<void **>(&ws->device), sizeof(WindowTable)) != gpuSuccess ||
+    if (!(ws->device = take_table(t->device)) ||
         gpuStreamCreateWithFlags(&ws->autow.upload, gpuStreamNonBlocking) != gpuSuccess ||
         gpuMemsetAsync(ws->device, 0, sizeof(WindowTable), ws->autow.upload) != gpuSuccess ||
         gpuStreamSynchronize(ws->autow.upload) != gpuSuccess) {
         (void)gpuGetLastError();
         if (ws->autow.upload) gpuStreamDestroy(ws->autow.upload);
-        if (ws->device) gpuFree(ws->device);
+        if (ws->device) give_table(t->device, ws->device);
         delete ws;
         return nullptr;
     }
@@ -290,12 +324,14 @@ void windows_release(gpucoll_team *t)
     TeamWindows *ws = t->windows;
     if (!ws) return;
     unsigned long long calls = 0;
-    if (config().verbose >= 20 && ws->device &&
-        gpuMemcpy(&calls, &ws->device->zero_copy_calls, sizeof calls, gpuMemcpyDeviceToHost) == gpuSuccess && calls)
+    if (config().verbose >= 20 && ws->device && ws->autow.upload &&
+        gpuMemcpyAsync(&calls, &ws->device->zero_copy_calls, sizeof calls, gpuMemcpyDeviceToHost, ws->autow.upload) ==
+            gpuSuccess &&
+        gpuStreamSynchronize(ws->autow.upload) == gpuSuccess && calls)
         fprintf(stderr, "coll:gpu: rank %d: %llu calls without a host agreement ran zero-copy in windows\n", t->rank,
                 calls);
     auto_windows_release(t, ws);
-    if (ws->device) gpuFree(ws->device);
+    if (ws->device) give_table(t->device, ws->device);
     delete ws; // its pins unpin the mappings
     t->windows = nullptr;
 }
