@@ -235,10 +235,10 @@ void auto_windows_release(gpucoll_team *home, TeamWindows *ws)
 {
     AutoWindows &aw = ws->autow;
     std::lock_guard<std::mutex> lock(aw.mu);
-    for (int r = 0; r < kWindowPeers && home->ipc; r++)
+    for (int r = 0; r < kWindowPeers; r++)
         for (int s = 0; s < kMaxExports; s++) {
             AutoWindows::Import &im = aw.imports[r][s];
-            if (im.pinned) home->ipc->unpin(im.pid, im.buffer_id, home->device);
+            if (im.pinned) unpin_process_ipc(im.pid, im.buffer_id, home->device);
             im = AutoWindows::Import{};
         }
     if (aw.upload) gpuStreamDestroy(aw.upload);

@@ -171,6 +171,12 @@ void remove_process_ipc_ring(FreedRing *r)
     if (IpcCache *c = g_cache.load(std::memory_order_relaxed)) c->remove_ring(r);
 }
 
+void unpin_process_ipc(long owner_pid, unsigned long long buffer_id, int device)
+{
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    if (IpcCache *c = g_cache.load(std::memory_order_relaxed)) c->unpin(owner_pid, buffer_id, device);
+}
+
 // At component close, when no call is in progress.
 void release_process_ipc_cache()
 {

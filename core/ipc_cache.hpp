@@ -272,14 +272,20 @@ private:
     std::vector<FreedRing *> rings_;
 };
 
-// The mappings one call takes, unpinned when it goes out of scope: declare it
-// where it outlives every kernel that reads through them.
+// A mapping let go of, if the process's cache still exists (teams that end
+// at the library's unload end after it).
+void unpin_process_ipc(long owner_pid, unsigned long long buffer_id, int device);
+
+// The mappings one call takes (from the process's cache), unpinned when it
+// goes out of scope: declare it where it outlives every kernel that reads
+// through them. One held by a team that ends at the library's unload, after
+// the cache, unpins nothing.
 class IpcPins {
 public:
     IpcPins(IpcCache *cache, int device) : cache_(cache), device_(device) {}
     ~IpcPins()
     {
-        for (int i = 0; i < n_; i++) cache_->unpin(held_[i].first, held_[i].second, device_);
+        for (int i = 0; i < n_; i++) unpin_process_ipc(held_[i].first, held_[i].second, device_);
     }
     char *map(long owner_pid, const IpcDesc &d)
     {
@@ -304,6 +310,7 @@ private:
 IpcCache &process_ipc_cache();
 // At a team's end: its ring leaves the process's cache, if that still exists.
 void remove_process_ipc_ring(FreedRing *r);
+
 void release_process_ipc_cache();
 
 } // namespace gpucoll
