@@ -46,6 +46,19 @@ int ExportSlots::next_to_check()
     return -1;
 }
 
+void ExportSlots::refuse(unsigned long long id)
+{
+    refused_[next_refused_] = id;
+    next_refused_ = (next_refused_ + 1) % kRefused;
+}
+
+bool ExportSlots::refused(unsigned long long id) const
+{
+    for (unsigned long long r : refused_)
+        if (r && r == id) return true;
+    return false;
+}
+
 void publish_export(ShmExports &x, int s, uint64_t seq, const IpcDesc &d)
 {
     ShmExport &e = x.slot[s];
@@ -177,7 +190,11 @@ int export_new(gpucoll_team *home, TeamWindows *ws, const void *p, const gpu_por
         }
     const int s = m.free_slot();
     IpcDesc d{};
-    if (s < 0 || !home->ipc->describe(p, info, &d)) return -1;
+    if (s < 0) return -1;
+    if (!home->ipc->describe(p, info, &d)) {
+        m.refuse(info.buffer_id);
+        return -1;
+    }
     d.offset = 0;
     const uint64_t seq = m.add(s, info.buffer_id, (uintptr_t)info.base, info.size);
     publish_export(home->shm->ranks[home->rank].exports, s, seq, d);
@@ -204,7 +221,7 @@ int own_slot(gpucoll_team *home, TeamWindows *ws, const void *p, const gpu_port_
     }
     const int s = m.find(info.buffer_id);
     // Pool and VMM memory has no legacy IPC handle: such calls stay on scratch.
-    if (s >= 0 || !may_export || !info.ipc_capable) return s;
+    if (s >= 0 || !may_export || !info.ipc_capable || m.refused(info.buffer_id)) return s;
     return export_new(home, ws, p, info, changed);
 }
 

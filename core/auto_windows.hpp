@@ -61,8 +61,15 @@ public:
     uint64_t bytes(int s) const { return bytes_[s]; }
     // The live slots in turn, one per call (-1: none live).
     int next_to_check();
+    // Allocations that could not be exported (pool memory): the last few,
+    // so that calls on them do not try again at every call.
+    void refuse(unsigned long long id);
+    bool refused(unsigned long long id) const;
 
 private:
+    static constexpr int kRefused = 16;
+    unsigned long long refused_[kRefused] = {};
+    int next_refused_ = 0;
     uint64_t seq_[kMaxExports] = {};
     unsigned long long id_[kMaxExports] = {};
     uintptr_t base_[kMaxExports] = {};

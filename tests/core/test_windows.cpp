@@ -217,6 +217,11 @@ void export_slots()
     CHECK(again != s0 && again != s1, "a slot taken again gets a new number, also for the same allocation id");
     for (int s = 2; s < kMaxExports; s++) m.add(s, 100 + s, 0x100000 * s, 16);
     CHECK(m.free_slot() == -1, "all slots taken");
+    CHECK(!m.refused(7) && !m.refused(0), "nothing refused yet (and id 0 never)");
+    m.refuse(7);
+    CHECK(m.refused(7) && !m.refused(8), "a refused allocation is remembered");
+    for (unsigned long long id = 1000; id < 1016; id++) m.refuse(id);
+    CHECK(!m.refused(7) && m.refused(1000) && m.refused(1015), "the last 16 refused are remembered");
 }
 
 void shm_exports()
