@@ -171,12 +171,7 @@ void end_export(gpucoll_team *home, TeamWindows *ws, int s)
     set_row(ws, home->rank, s, nullptr, 0, 0);
 }
 
-bool still_ours(const ExportSlots &m, int s)
-{
-    gpu_port_ptr_info_t now{};
-    gpu_port_query_pointer(reinterpret_cast<const void *>(m.base(s)), &now);
-    return now.buffer_id == m.id(s) && (uintptr_t)now.base == m.base(s);
-}
+bool still_ours(const ExportSlots &m, int s) { return still_allocated(m.id(s), m.base(s)); }
 
 // Exports the allocation `info` describes into a free slot (after emptying
 // those whose allocations are gone); -1 if it cannot be.

@@ -10,17 +10,12 @@
 
 namespace gpucoll {
 
-namespace {
-// Whether the allocation `id` exported at `base` still exists: the driver
-// reports another buffer id there (or none) once it is freed. One pointer
-// query, in the driver, with no GPU work.
 bool still_allocated(unsigned long long id, uintptr_t base)
 {
     gpu_port_ptr_info_t now{};
     gpu_port_query_pointer((const void *)base, &now);
     return now.buffer_id == id && (uintptr_t)now.base == base;
 }
-} // namespace
 
 bool IpcCache::describe(const void *ptr, const gpu_port_ptr_info_t &info, IpcDesc *out)
 {

@@ -185,6 +185,11 @@ private:
     std::map<K, Iter> index_;
 };
 
+// Whether the allocation `id` this process exported at `base` still exists:
+// the driver reports another buffer id there (or none) once it is freed. One
+// pointer query, in the driver, with no GPU work.
+bool still_allocated(unsigned long long id, uintptr_t base);
+
 // This process's exported allocations (a handle is taken once each) and
 // which of them have been freed since: the buffer id the driver reports at
 // an allocation's base is no longer its own once it is freed (the address
