@@ -298,7 +298,8 @@ bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc,
     k->window_src_bytes = bytes;
     k->window_dst_bytes = dst_bytes;
     // The kernel reads src and writes dst (kernel_args resolved in place and
-    // stand-ins): a stand-in is in no window, so such a call runs through scratch.
+    // stand-ins): a stand-in is in no registered window, but (auto_windows) its
+    // pool's allocation may be exported like any buffer the kernel reads.
     k->window_src = describe_buffer(t, ws, k->src, bytes, may_export);
     k->window_dst = k->dst == k->src && dst_bytes == bytes ? k->window_src
                                                            : describe_buffer(t, ws, k->dst, dst_bytes, may_export);
