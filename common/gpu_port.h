@@ -53,6 +53,9 @@ typedef hipFuncAttributes gpuFuncAttributes;
 #define gpuStreamIsCapturing hipStreamIsCapturing
 #define gpuStreamCaptureStatus hipStreamCaptureStatus
 #define gpuStreamCaptureStatusNone hipStreamCaptureStatusNone
+#define gpuThreadExchangeStreamCaptureMode hipThreadExchangeStreamCaptureMode
+#define gpuStreamCaptureMode hipStreamCaptureMode
+#define gpuStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
 #define gpuMemcpyDefault hipMemcpyDefault
 #define gpuMemcpyHostToDevice hipMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
@@ -164,6 +167,9 @@ typedef cudaFuncAttributes gpuFuncAttributes;
 #define gpuStreamIsCapturing cudaStreamIsCapturing
 #define gpuStreamCaptureStatus cudaStreamCaptureStatus
 #define gpuStreamCaptureStatusNone cudaStreamCaptureStatusNone
+#define gpuThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
+#define gpuStreamCaptureMode cudaStreamCaptureMode
+#define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
 #define gpuMemcpyDefault cudaMemcpyDefault
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "device_guard.hpp"
 #include "gpu_error.hpp"
 #include "team_state.hpp"
 #include "windows.hpp"
@@ -201,28 +202,35 @@ int export_new(gpucoll_team *home, TeamWindows *ws, const void *p, const gpu_por
     return s;
 }
 
-// This rank's slot of the allocation `info` describes (exported now if new
-// and `may_export`), or -1.
-int own_slot(gpucoll_team *home, TeamWindows *ws, const void *p, const gpu_port_ptr_info_t &info, bool may_export,
-             bool *changed)
+// This rank's slot of the allocation `info` describes (exported now if
+// new), or -1.
+int own_slot(gpucoll_team *home, TeamWindows *ws, const void *p, const gpu_port_ptr_info_t &info, bool *changed)
 {
     ExportSlots &m = ws->autow.mine;
     // One slot checked per call, so that a freed allocation that is never
     // followed by a new one is let go of too.
-    const int check = may_export ? m.next_to_check() : -1;
+    const int check = m.next_to_check();
     if (check >= 0 && m.id(check) != info.buffer_id && !still_ours(m, check)) {
         end_export(home, ws, check);
         *changed = true;
     }
     const int s = m.find(info.buffer_id);
     // Pool and VMM memory has no legacy IPC handle: such calls stay on scratch.
-    if (s >= 0 || !may_export || !info.ipc_capable || m.refused(info.buffer_id)) return s;
+    if (s >= 0 || !info.ipc_capable || m.refused(info.buffer_id)) return s;
     return export_new(home, ws, p, info, changed);
+}
+
+// Maps every peer's new exports (under aw.mu); false if the table could not be written.
+bool import_all(gpucoll_team *home, TeamWindows *ws)
+{
+    for (int r = 0; r < home->size; r++)
+        if (r != home->rank && import_from(home, ws, r) && upload_exports(ws, r) != GPUCOLL_SUCCESS) return false;
+    return true;
 }
 
 } // namespace
 
-uint64_t auto_window_desc(gpucoll_team *home, TeamWindows *ws, const void *p, size_t bytes, bool may_export)
+uint64_t auto_window_desc(gpucoll_team *home, TeamWindows *ws, const void *p, size_t bytes)
 {
     AutoWindows &aw = ws->autow;
     if (!aw.upload || !p || (uintptr_t)p % 16) return 0;
@@ -231,16 +239,29 @@ uint64_t auto_window_desc(gpucoll_team *home, TeamWindows *ws, const void *p, si
         !info.base)
         return 0;
     std::lock_guard<std::mutex> lock(aw.mu);
-    if (may_export)
-        for (int r = 0; r < home->size; r++)
-            if (r != home->rank && import_from(home, ws, r) && upload_exports(ws, r) != GPUCOLL_SUCCESS) return 0;
+    CaptureRelaxed relaxed; // a captured call exports and maps too: its graph's replays run zero-copy
+    if (!import_all(home, ws)) return 0;
     bool changed = false;
-    const int s = own_slot(home, ws, p, info, may_export, &changed);
+    const int s = own_slot(home, ws, p, info, &changed);
     if (changed && upload_exports(ws, home->rank) != GPUCOLL_SUCCESS) return 0;
     if (s < 0) return 0;
     const uint64_t off = (uint64_t)((const char *)p - (const char *)info.base);
     if (off > aw.mine.bytes(s) || bytes > aw.mine.bytes(s) - off) return 0;
     return export_desc(s, aw.mine.seq(s), off);
+}
+
+void auto_windows_catch_up(gpucoll_team *t, TeamWindows *ws)
+{
+    AutoWindows &aw = ws->autow;
+    std::unique_lock<std::mutex> lock(aw.mu, std::try_to_lock);
+    if (!lock.owns_lock() || !aw.upload) return; // a call is mapping them now
+    bool news = false;
+    for (int r = 0; r < t->size; r++)
+        news |= r != t->rank && t->shm->ranks[r].exports.changes.load(std::memory_order_acquire) != aw.changes_seen[r];
+    if (!news) return;
+    DeviceGuard g(t->device);
+    CaptureRelaxed relaxed; // the application may be capturing on another thread
+    (void)import_all(t, ws);
 }
 
 void auto_windows_release(gpucoll_team *home, TeamWindows *ws)

@@ -5,16 +5,18 @@
 // A rank exports the allocation of a buffer the first time such a call
 // could run zero-copy on it: it takes one of its export slots in its
 // shared memory (the IPC handle, then the export's number, seqlock-style)
-// and goes on. Each rank maps its peers' new exports at its own next such
-// call and writes them into its window table (kernels/windows.h), the row
-// before the number. A call's kernel posts its buffers as (slot, number,
+// and goes on; a call being captured into a graph does so too. Each rank
+// maps its peers' new exports at its own next such call, or its watcher
+// thread does within about 100 ms (a program that only replays graphs
+// makes no such call), and writes them into its window table
+// (kernels/windows.h), the row before the number. A call's kernel posts its buffers as (slot, number,
 // offset); the ranks' tables may then differ, so the kernels vote
 // (kernels/windows.cuh): zero-copy where every rank resolved every post,
 // the call's scratch plan otherwise, alike everywhere.
 //
 // An export ends when its owner finds its allocation freed (at its next
 // export, or one slot checked per call): the slot is emptied and its peers
-// unmap the allocation at their next such call. Freeing synchronises the
+// unmap the allocation at their next such call or look. Freeing synchronises the
 // owner's GPU, so no kernel that named the export is still running; and no
 // later post names it. Internal to the core.
 #pragma once
@@ -103,13 +105,18 @@ struct AutoWindows {
 struct TeamWindows;
 
 // The descriptor of [p, p + bytes) of this rank's for a call's kernel (an
-// export descriptor, kernels/windows.h), exporting its allocation if
-// `may_export` and it is new; first maps the peers' new exports (also only
-// if `may_export`: never while a stream is being captured). 0 where it
-// cannot be one (not device memory of the team's GPU, not 16-byte aligned,
-// not exportable, all slots taken). `home` is the team whose shared memory
-// and windows hold the exports (a stream-ordered team's owner).
-uint64_t auto_window_desc(gpucoll_team *home, TeamWindows *ws, const void *p, size_t bytes, bool may_export);
+// export descriptor, kernels/windows.h), exporting its allocation if it is
+// new; first maps the peers' new exports. Also while a stream is being
+// captured (the calls it makes are let through the capture's rules). 0
+// where it cannot be one (not device memory of the team's GPU, not 16-byte
+// aligned, not exportable, all slots taken). `home` is the team whose
+// shared memory and windows hold the exports (a stream-ordered team's owner).
+uint64_t auto_window_desc(gpucoll_team *home, TeamWindows *ws, const void *p, size_t bytes);
+// Maps the peers' new exports, from the watcher thread (core/peer_watch.hpp)
+// a few times a second: a program that only replays graphs makes no call
+// that would map them, and its graphs' kernels vote for scratch until every
+// rank has. Does nothing while a call of the team is mapping them.
+void auto_windows_catch_up(gpucoll_team *t, TeamWindows *ws);
 // At the team's end (its kernels done): the peers' exports it maps are let go.
 void auto_windows_release(gpucoll_team *home, TeamWindows *ws);
 

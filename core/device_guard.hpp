@@ -1,5 +1,5 @@
-// Makes a GPU current for a scope and restores the caller's choice after:
-// the application owns the current device, we only borrow it.
+// Scoped changes of this thread's GPU state, restored after: the
+// application owns them, we only borrow them.
 #pragma once
 
 #include "gpu_port.h"
@@ -20,6 +20,23 @@ struct DeviceGuard {
     }
     DeviceGuard(const DeviceGuard &) = delete;
     DeviceGuard &operator=(const DeviceGuard &) = delete;
+};
+
+// Lets this thread make calls that a stream capture in global mode forbids
+// (IPC mappings, synchronous copies on the library's own streams) for a
+// scope: while any thread of the process captures in that mode, such a call
+// would otherwise fail and invalidate that capture. The calls must not touch
+// a stream being captured.
+struct CaptureRelaxed {
+    gpuStreamCaptureMode saved = gpuStreamCaptureModeRelaxed;
+    bool ok;
+    CaptureRelaxed() { ok = gpuThreadExchangeStreamCaptureMode(&saved) == gpuSuccess; }
+    ~CaptureRelaxed()
+    {
+        if (ok) gpuThreadExchangeStreamCaptureMode(&saved);
+    }
+    CaptureRelaxed(const CaptureRelaxed &) = delete;
+    CaptureRelaxed &operator=(const CaptureRelaxed &) = delete;
 };
 
 } // namespace gpucoll

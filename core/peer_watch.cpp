@@ -26,6 +26,11 @@ struct flock presence_range(short type, int rank)
     return fl;
 }
 
+struct Work {
+    gpucoll_team *t;
+    void (*work)(gpucoll_team *);
+};
+
 struct Leaving {
     gpucoll_team *t;
     bool (*ready)(gpucoll_team *);
@@ -36,6 +41,7 @@ struct Leaving {
 struct Watch {
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     std::vector<gpucoll_team *> teams;
+    std::vector<Work> work; // run under mu, so that unwatch_work can wait for it
     std::vector<Leaving> leaving; // teams destroyed by their owner, waiting for their peers to leave
     bool started = false, stopping = false;
     pthread_t thread;
@@ -82,6 +88,7 @@ void *watcher(void *)
             if (team_peer_gone(t, 0) >= 0) raise_gone(t);
             else settle_stream_keys(t); // an enqueued kernel whose peers' arguments differ ends
         }
+        for (const Work &k : w.work) k.work(k.t);
         std::vector<Leaving> ready = ready_to_finish(w);
         pthread_mutex_unlock(&w.mu);
         for (const Leaving &l : ready) l.finish(l.t); // outside mu: finishing unwatches the team
@@ -175,6 +182,28 @@ void unwatch_team(gpucoll_team *t)
     Watch &w = watch();
     pthread_mutex_lock(&w.mu);
     w.teams.erase(std::remove(w.teams.begin(), w.teams.end(), t), w.teams.end());
+    pthread_mutex_unlock(&w.mu);
+}
+
+void watch_work(gpucoll_team *t, void (*work)(gpucoll_team *))
+{
+    Watch &w = watch();
+    pthread_mutex_lock(&w.mu);
+    start_watcher(w);
+    const bool listed = std::any_of(w.work.begin(), w.work.end(), [t](const Work &k) { return k.t == t; });
+    try {
+        if (!listed) w.work.push_back(Work{t, work});
+    } catch (...) {
+        // Out of host memory: only the watcher's part of the work is not done.
+    }
+    pthread_mutex_unlock(&w.mu);
+}
+
+void unwatch_work(gpucoll_team *t)
+{
+    Watch &w = watch();
+    pthread_mutex_lock(&w.mu);
+    w.work.erase(std::remove_if(w.work.begin(), w.work.end(), [t](const Work &k) { return k.t == t; }), w.work.end());
     pthread_mutex_unlock(&w.mu);
 }
 

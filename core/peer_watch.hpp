@@ -37,6 +37,12 @@ int team_peer_gone(gpucoll_team *t, int period_ms = 50);
 void watch_team(gpucoll_team *t);
 void unwatch_team(gpucoll_team *t);
 
+// Work the watcher does for a team at each look besides watching its
+// peers (mapping their new exports: core/auto_windows.hpp). Once
+// unwatch_work(t) has returned, work for t is not running and will not run.
+void watch_work(gpucoll_team *t, void (*work)(gpucoll_team *));
+void unwatch_work(gpucoll_team *t);
+
 // A team its owner has destroyed while some peer may still read its GPU
 // memory: the watcher calls finish(t) once ready(t) says every peer has
 // left (or is gone), so that the owner does not wait, without MPI

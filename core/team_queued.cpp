@@ -389,7 +389,7 @@ bool window_plan(gpucoll_plan *p)
 int with_windows(gpucoll_plan *p, const Plan &plan, int blocks, PeerArgs *k)
 {
     gpucoll_team *t = p->team;
-    if (p->zero_copy || is_ll(plan.algo) || !t->windows || !window_plan(p) || !windows_args(t, p->a, p->win_zc, k, true))
+    if (p->zero_copy || is_ll(plan.algo) || !t->windows || !window_plan(p) || !windows_args(t, p->a, p->win_zc, k))
         return blocks;
     // Peers' exports found ended just now were let go of: unmapped here
     // unless a kernel of this process runs, so that the memory their owners

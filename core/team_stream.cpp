@@ -162,7 +162,7 @@ gpucoll_status_t enqueue_body(gpucoll_team *t, const gpucoll_coll_args_t &args, 
     k.stream_calls = t->stream_calls;
     k.stream_epochs = is_ll(plan.algo) ? 0 : (a.count + plan.chunk - 1) / plan.chunk;
     if (eager) k.stream_epochs |= kStreamEager;
-    const int blocks = stream_windows(t, a, plan, c.blocks, &k, eager);
+    const int blocks = stream_windows(t, a, plan, c.blocks, &k);
     st = launch_step(t, Launch{&k, a.dtype, a.op, blocks, static_cast<gpuStream_t>(stream), nullptr,
                                "an enqueued collective", false},
                      nullptr);

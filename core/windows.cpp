@@ -10,6 +10,7 @@
 #include "device_guard.hpp"
 #include "gpu_error.hpp"
 #include "no_throw.hpp"
+#include "peer_watch.hpp"
 #include "team_state.hpp"
 
 namespace gpucoll {
@@ -165,7 +166,9 @@ TeamWindows *windows_of(gpucoll_team *t)
 gpucoll_status_t windows_setup(gpucoll_team *t)
 {
     if (!config().auto_windows) return GPUCOLL_SUCCESS;
-    return windows_of(t) ? GPUCOLL_SUCCESS : gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "making the window table");
+    if (!windows_of(t)) return gpucoll_fail(GPUCOLL_ERR_NO_MEMORY, "making the window table");
+    watch_work(t, [](gpucoll_team *u) { auto_windows_catch_up(u, u->windows); });
+    return GPUCOLL_SUCCESS;
 }
 
 gpucoll_status_t windows_register(gpucoll_team *t, void *buf, size_t bytes, int *id)
@@ -251,13 +254,13 @@ TeamWindows *windows_used_by(gpucoll_team *t)
 
 // Where [p, p + bytes) lies: a registered window, else (coll_gpu_auto_windows)
 // an export of this rank's.
-uint64_t describe_buffer(gpucoll_team *t, TeamWindows *ws, const void *p, size_t bytes, bool may_export)
+uint64_t describe_buffer(gpucoll_team *t, TeamWindows *ws, const void *p, size_t bytes)
 {
     const uint64_t d = ws->book.describe(p, bytes);
     if (d || !config().auto_windows) return d;
     gpucoll_team *home = windows_home(t);
     DeviceGuard g(home->device);
-    return auto_window_desc(home, ws, p, bytes, may_export);
+    return auto_window_desc(home, ws, p, bytes);
 }
 
 } // namespace
@@ -285,7 +288,7 @@ bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int
     }
 }
 
-bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k, bool may_export)
+bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k)
 {
     if (!is_direct(zc.algo) || !window_worth(a, config(), t->size)) return false;
     TeamWindows *ws = windows_used_by(t);
@@ -300,14 +303,13 @@ bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc,
     // The kernel reads src and writes dst (kernel_args resolved in place and
     // stand-ins): a stand-in is in no registered window, but (auto_windows) its
     // pool's allocation may be exported like any buffer the kernel reads.
-    k->window_src = describe_buffer(t, ws, k->src, bytes, may_export);
+    k->window_src = describe_buffer(t, ws, k->src, bytes);
     k->window_dst = k->dst == k->src && dst_bytes == bytes ? k->window_src
-                                                           : describe_buffer(t, ws, k->dst, dst_bytes, may_export);
+                                                           : describe_buffer(t, ws, k->dst, dst_bytes);
     return true;
 }
 
-int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k,
-                   bool may_export)
+int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k)
 {
     if (is_ll(plan.algo) || is_direct(plan.algo)) return blocks;
     const TeamWindows *ws = windows_used_by(t);
@@ -316,12 +318,13 @@ int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &pl
     if (a.kind == GPUCOLL_COLL_ALLREDUCE && a.op != GPUCOLL_OP_SUM) return blocks;
     Plan zc{};
     int zc_blocks = 0;
-    if (!window_zero_copy_plan(t, a, &zc, &zc_blocks) || !windows_args(t, a, zc, k, may_export)) return blocks;
+    if (!window_zero_copy_plan(t, a, &zc, &zc_blocks) || !windows_args(t, a, zc, k)) return blocks;
     return zc_blocks > blocks ? zc_blocks : blocks;
 }
 
 void windows_release(gpucoll_team *t)
 {
+    unwatch_work(t); // before anything the watcher's catch-up reads goes
     TeamWindows *ws = t->windows;
     if (!ws) return;
     unsigned long long calls = 0;

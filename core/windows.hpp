@@ -88,15 +88,14 @@ bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int
 // with mapped buffers), sets k's window fields so that the kernel takes
 // `zc` when every rank's buffers are in windows. Returns whether it did
 // (the grid must then be the larger of the two plans').
-// `may_export`: the call may export this rank's buffers and map the peers'
-// new exports (coll_gpu_auto_windows; not while a stream is being captured).
-bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k, bool may_export);
+// With coll_gpu_auto_windows, buffers in no window are exported and the
+// peers' new exports mapped (core/auto_windows.hpp), also at a capture.
+bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc, PeerArgs *k);
 // For a stream-ordered call planned as `plan` with `blocks`: sets k's
 // window fields as windows_args does, where the windows the team uses
 // (its own or its owner's) could serve the call; returns the grid that
 // serves both plans. From the call alone, alike on every rank.
-int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k,
-                   bool may_export);
+int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &plan, int blocks, PeerArgs *k);
 // At the team's end, its queue drained: the table and the mappings go.
 void windows_release(gpucoll_team *t);
 

@@ -6,13 +6,19 @@
 //  - gone: a rank that leaves without ever reaching the call (its process
 //    ends) ends the others' wait with GPUCOLL_ERR_PEER instead of a hang or
 //    a timeout.
+//  - the watcher's work for a team (watch_work) runs a few times a second,
+//    and once unwatch_work has returned it is not running and never runs
+//    again, even when it was running at the call.
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <string>
 #include <new>
 #include <vector>
@@ -103,9 +109,37 @@ Shared *run(int size, int late, int late_us, int quits)
 
 } // namespace
 
+std::atomic<int> g_work_runs{0}, g_work_inside{0};
+
+void slow_work(gpucoll_team *)
+{
+    g_work_inside.store(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    g_work_runs.fetch_add(1);
+    g_work_inside.store(0);
+}
+
+void watcher_work()
+{
+    int fake = 0; // the watcher hands the team to the work only
+    gpucoll_team *t = reinterpret_cast<gpucoll_team *>(&fake);
+    gpucoll::watch_work(t, slow_work);
+    gpucoll::watch_work(t, slow_work); // listed once
+    for (int i = 0; i < 200 && g_work_runs.load() < 3; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(g_work_runs.load() >= 3, "watch_work: the work ran %d times in 2 s", g_work_runs.load());
+    // Catch it inside a run (30 ms of every ~130), then take it off the list.
+    for (int i = 0; i < 2000 && !g_work_inside.load(); i++) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    gpucoll::unwatch_work(t);
+    CHECK(!g_work_inside.load(), "unwatch_work returned while the work was running");
+    const int runs = g_work_runs.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+    CHECK(g_work_runs.load() == runs, "the work ran %d times after unwatch_work", g_work_runs.load() - runs);
+}
+
 int main()
 {
     presence();
+    watcher_work();
     Shared *late = run(2, 1, 1500000, -1);
     for (int r = 0; r < 2; r++)
         CHECK(late->status[r] == GPUCOLL_SUCCESS && late->all_ok[r], "late: rank %d: status %d", r, late->status[r]);
@@ -113,6 +147,6 @@ int main()
     for (int r = 0; r < 2; r++)
         CHECK(gone->status[r] == GPUCOLL_ERR_PEER, "gone: rank %d: status %d, want GPUCOLL_ERR_PEER", r,
               gone->status[r]);
-    printf("test_peer_gone: %s\n", failures ? "FAILED" : "late ranks waited for, gone ranks reported");
+    printf("test_peer_gone: %s\n", failures ? "FAILED" : "late ranks waited for, gone ranks reported, the watcher's work ends with unwatch_work");
     return failures ? 1 : 0;
 }

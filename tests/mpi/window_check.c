@@ -15,13 +15,17 @@
  *   h. on a new communicator, no registration: MPI_Iallreduce on the same
  *      buffers 4 times (windows made on first use, coll_gpu_auto_windows):
  *      MPI's results.
+ *   i. on a new communicator, a buffer allocated for a graph: an in-place
+ *      allreduce captured on it, the graph replayed 7 times (the last 5
+ *      after pauses of 200 ms): MPI's results.
  * Calls move 16 MiB: run with coll_gpu_window_move_min_bytes below that (ctest
  * sets 1 MiB) for the bcast and allgather to take the windows too.
  * --expect-zero-copy (run with coll_gpu_verbose 20): the line each
  * deregistration prints must count at least one call that ran zero-copy in
  * windows (stderr captured around it), and part g's deregistration more
- * than the one before it; part h's communicator, at its free, must count a
- * call that ran zero-copy (unless run with coll_gpu_auto_windows 0).
+ * than the one before it; part h's and part i's communicators, at their
+ * free, must count a call that ran zero-copy (unless run with --no-auto, as
+ * with coll_gpu_auto_windows 0).
  * Exits 77 without a GPU. */
 #include <mpi.h>
 #include <stdint.h>
@@ -210,6 +214,28 @@ static unsigned long long deregister(int w, int expect_zero_copy)
     return calls;
 }
 
+/* Frees *c with stderr captured; the most calls any rank's verbose line
+ * counted as zero-copy without a host agreement. Every rank takes the same
+ * plan, but a rank may end the communicator's teams after MPI_Comm_free
+ * returns (its last kernel still running): one rank's count is enough. */
+static unsigned long long free_counting(MPI_Comm *c)
+{
+    char text[4096];
+    with_stderr(free_step, c, text);
+    unsigned long long most = 0;
+    /* "coll:gpu: rank R: N calls without a host agreement ran zero-copy in
+     * windows", once per team (the communicator's, its stream-ordered one) */
+    for (const char *line = strstr(text, "calls without a host agreement ran zero-copy"); line;
+         line = strstr(line + 1, "calls without a host agreement ran zero-copy")) {
+        const char *num = line;
+        while (num > text && num[-1] != ':') num--;
+        unsigned long long n = strtoull(num, NULL, 10);
+        if (n > most) most = n;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    return most;
+}
+
 static int mpi_ok(int rc, const char *what)
 {
     if (rc != MPI_SUCCESS && failures++ < 20) printf("FAIL rank %d: %s: error %d\n", rank, what, rc);
@@ -282,7 +308,7 @@ static void replay(cudaGraphExec_t exec, float *buf, cudaStream_t st, int k0, in
     free(h);
 }
 
-static cudaGraphExec_t capture_allreduce(float *buf, cudaStream_t st)
+static cudaGraphExec_t capture_allreduce(float *buf, cudaStream_t st, MPI_Comm comm)
 {
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
@@ -290,7 +316,7 @@ static cudaGraphExec_t capture_allreduce(float *buf, cudaStream_t st)
         if (failures++ < 20) printf("FAIL rank %d: cudaStreamBeginCapture\n", rank);
         return NULL;
     }
-    int rc = coll_gpu_allreduce_enqueue(MPI_IN_PLACE, buf, (int)N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, st);
+    int rc = coll_gpu_allreduce_enqueue(MPI_IN_PLACE, buf, (int)N, MPI_FLOAT, MPI_SUM, comm, st);
     cudaError_t e = cudaStreamEndCapture(st, &graph);
     if (mpi_ok(rc, "captured allreduce_enqueue") && e == cudaSuccess &&
         cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess) {
@@ -381,7 +407,7 @@ int main(int argc, char **argv)
     if (mpi_ok(coll_gpu_stream_init(MPI_COMM_WORLD), "coll_gpu_stream_init") &&
         mpi_ok(coll_gpu_register(MPI_COMM_WORLD, c, bytes, &wc), "registering c")) {
         enqueued_calls(c, st);
-        cudaGraphExec_t exec = capture_allreduce(c + N, st);
+        cudaGraphExec_t exec = capture_allreduce(c + N, st, MPI_COMM_WORLD);
         if (exec) replay(exec, c + N, st, 10, 3, "graph replay in a window");
         const unsigned long long after = deregister(wc, expect_zero_copy);
         if (expect_zero_copy && after <= before && failures++ < 20)
@@ -399,22 +425,39 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
     MPI_Barrier(g_comm); /* its GPU path */
     for (int k = 0; k < 4; k++) allreduce(a, b, 30 + k, "iallreduce on a new communicator");
-    char text[4096];
-    with_stderr(free_step, &g_comm, text);
+    const unsigned long long auto_calls = free_counting(&g_comm);
     g_comm = MPI_COMM_WORLD;
-    /* "coll:gpu: rank R: N calls without a host agreement ran zero-copy in windows" */
-    const char *line = strstr(text, "calls without a host agreement ran zero-copy");
-    const char *num = line;
-    while (num && num > text && num[-1] != ':') num--;
-    unsigned long long auto_calls = num ? strtoull(num, NULL, 10) : 0;
-    /* Every rank takes the same plan, but a rank may end the communicator's
-     * team after MPI_Comm_free returns (its last kernel still running): one
-     * rank's count is enough. */
-    MPI_Allreduce(MPI_IN_PLACE, &auto_calls, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
     if (expect_zero_copy && auto_zero_copy && auto_calls == 0 && failures++ < 20)
         printf("FAIL rank %d: no MPI_Iallreduce on the new communicator ran zero-copy (no rank's verbose line at its "
                "free counted one)\n", rank);
     checks++;
+    end_part();
+
+    begin_part("i. a graph on a buffer no uncaptured call used");
+    MPI_Comm gc;
+    MPI_Comm_dup(MPI_COMM_WORLD, &gc);
+    float *d = test_mem_alloc(1, -1, N * sizeof(float));
+    cudaStream_t gs;
+    cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking);
+    if (mpi_ok(coll_gpu_stream_init(gc), "coll_gpu_stream_init on a new communicator")) {
+        cudaGraphExec_t exec = capture_allreduce(d, gs, gc);
+        /* The capture exported d; a rank that captured before its peers
+         * did maps their exports from its watcher thread: replays after
+         * that run zero-copy. */
+        if (exec) replay(exec, d, gs, 40, 2, "graph replay, first launches");
+        for (int k = 0; exec && k < 5; k++) {
+            usleep(200 * 1000);
+            replay(exec, d, gs, 42 + k, 1, "graph replay, later launches");
+        }
+        if (exec) cudaGraphExecDestroy(exec);
+    }
+    cudaStreamDestroy(gs);
+    const unsigned long long graph_calls = free_counting(&gc);
+    if (expect_zero_copy && auto_zero_copy && graph_calls == 0 && failures++ < 20)
+        printf("FAIL rank %d: no replay of a graph captured on a new buffer ran zero-copy (no rank's verbose line at "
+               "its communicator's free counted one)\n", rank);
+    checks++;
+    test_mem_free(1, d);
     end_part();
 
     test_mem_free(1, a);
