@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 
+#include "call_check.hpp"
 #include "device_guard.hpp"
 #include "gpu_error.hpp"
 #include "no_throw.hpp"
@@ -284,6 +285,9 @@ bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int
     // 64 MiB, level at 256 MiB, faster at 1 GiB (2 x H200, 2026-11-28).
     case GPUCOLL_COLL_BCAST: return bytes >= cfg.window_move_min_bytes * (nranks == 2 ? 8 : 1);
     case GPUCOLL_COLL_ALLGATHER: return bytes * (size_t)nranks >= cfg.window_move_min_bytes;
+    // Their zero-copy candidates start at direct_min_bytes of all blocks, as allreduce's.
+    case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
+    case GPUCOLL_COLL_ALLTOALL: return true;
     default: return false;
     }
 }
@@ -293,9 +297,9 @@ bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc,
     if (!is_direct(zc.algo) || !window_worth(a, config(), t->size)) return false;
     TeamWindows *ws = windows_used_by(t);
     if (!ws || (ws->book.count() == 0 && !config().auto_windows)) return false;
-    if (zc.algo == PeerAlgo::ReduceScatterDirect || zc.algo == PeerAlgo::VectorPush) return false;
-    const size_t elt = gpucoll_dtype_size(a.dtype), bytes = a.count * elt;
-    const size_t dst_bytes = a.kind == GPUCOLL_COLL_ALLGATHER ? bytes * (size_t)t->size : bytes;
+    // Every rank's blocks for the strided kinds (the kernel points at its own: take_windows).
+    size_t bytes = 0, dst_bytes = 0;
+    direct_extent(a, t->size, gpucoll_dtype_size(a.dtype), &bytes, &dst_bytes);
     k->windows = ws->device;
     k->window_algo = zc.algo;
     k->window_src_bytes = bytes;
@@ -315,7 +319,8 @@ int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &pl
     const TeamWindows *ws = windows_used_by(t);
     if (!config().auto_windows && (!ws || ws->book.count() == 0)) return blocks;
     // Only the resident kernels of sums have the zero-copy bodies (kernels/peer_kernels.cuh).
-    if (a.kind == GPUCOLL_COLL_ALLREDUCE && a.op != GPUCOLL_OP_SUM) return blocks;
+    const bool reduces = a.kind == GPUCOLL_COLL_ALLREDUCE || a.kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK;
+    if (reduces && a.op != GPUCOLL_OP_SUM) return blocks;
     Plan zc{};
     int zc_blocks = 0;
     if (!window_zero_copy_plan(t, a, &zc, &zc_blocks) || !windows_args(t, a, zc, k)) return blocks;

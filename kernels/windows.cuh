@@ -52,6 +52,27 @@ __device__ inline int vote_windows(const PeerArgs &a, bool resolved)
     return gpu_block_any(no) ? 0 : 1;
 }
 
+// The strided zero-copy kernels take pointers at the blocks they move, as
+// the host sets them for mapped buffers of a blocking call (place_pieces,
+// core/team.cpp), for the two kinds windows serve: a reduce-scatter reads its
+// block of every rank's input; an alltoall writes block p of its input to
+// block `rank` of rank p's output. Blocks are 16-byte multiples
+// (zero_copy_candidate), so vector_ok holds.
+__device__ inline void point_at_blocks(const PeerArgs &a, PeerArgs *s)
+{
+    if (s->algo == PeerAlgo::ReduceScatterDirect) {
+        const uint64_t block = a.window_dst_bytes;
+        for (int r = 0; r < a.nranks; r++) s->peer_src[r] += a.rank * block;
+    } else if (s->algo == PeerAlgo::VectorPush) {
+        const uint64_t block = a.window_src_bytes / a.nranks;
+        for (int r = 0; r < a.nranks; r++) {
+            s->peer_src[r] = a.src + r * block;
+            s->peer_dst[r] += a.rank * block;
+            s->vbytes[r] = block;
+        }
+    }
+}
+
 // Block 0 posts this rank's descriptors to every rank (one thread per
 // rank); every block then waits for every rank's post of this call in its
 // own scratch. Waiting on block 0 of the peers (not block b) keeps the
@@ -110,6 +131,7 @@ __device__ inline int take_windows(const PeerArgs &a, PeerArgs *s)
             s->peer_src[r] = r == a.rank ? a.src : srcs[r];
             s->peer_dst[r] = r == a.rank ? a.dst : dsts[r];
         }
+        point_at_blocks(a, s);
     }
     __syncthreads();
     return kRunZeroCopy;

@@ -1,8 +1,9 @@
 /* Registered windows (include/coll_gpu_ext.h, coll_gpu_register):
  *   a. registration on every rank gives the same window, twice;
  *   b. MPI_Iallreduce (out of place, in place, at an offset that differs per
- *      rank), MPI_Ibcast (every root) and MPI_Iallgather on buffers in
- *      windows, three rounds with new inputs: MPI's results;
+ *      rank), MPI_Ibcast (every root), MPI_Iallgather, MPI_Ireduce_scatter_block
+ *      and MPI_Ialltoall on buffers in windows, three rounds with new
+ *      inputs: MPI's results;
  *   c. a persistent allreduce in a window started 4 times;
  *   d. one rank's buffer outside its windows: the call runs through scratch,
  *      still right;
@@ -12,9 +13,9 @@
  *   g. stream-ordered calls (allreduce out of place, bcast from every root,
  *      allgather) and a captured graph's replays on a window: MPI's results;
  *      the graph replayed after the window's deregistration: still right.
- *   h. on a new communicator, no registration: MPI_Iallreduce on the same
- *      buffers 4 times (windows made on first use, coll_gpu_auto_windows):
- *      MPI's results.
+ *   h. on a new communicator, no registration: MPI_Iallreduce,
+ *      MPI_Ireduce_scatter_block and MPI_Ialltoall on the same buffers 4
+ *      times (windows made on first use, coll_gpu_auto_windows): MPI's results.
  *   i. on a new communicator, a buffer allocated for a graph: an in-place
  *      allreduce captured on it, the graph replayed 7 times (the last 5
  *      after pauses of 200 ms): MPI's results.
@@ -139,6 +140,33 @@ static void allgather(float *sbuf, float *rbuf, int k)
                 r = size;
                 break;
             }
+    checks++;
+    free(h);
+}
+
+/* Reduce_scatter_block and alltoall of N floats per rank, blocks of N / size:
+ * out[j] against block `rank` of every input (summed) or block `rank` of
+ * rank j / per's input. */
+static void strided(int alltoall, float *sbuf, float *rbuf, int k)
+{
+    const size_t per = N / (size_t)size / 4 * 4, out = alltoall ? per * (size_t)size : per;
+    float *h = host(per * (size_t)size);
+    for (size_t i = 0; i < per * (size_t)size; i++) h[i] = input(rank, k, i);
+    put(sbuf, h, per * (size_t)size);
+    MPI_Request req;
+    if (alltoall) MPI_Ialltoall(sbuf, (int)per, MPI_FLOAT, rbuf, (int)per, MPI_FLOAT, g_comm, &req);
+    else MPI_Ireduce_scatter_block(sbuf, rbuf, (int)per, MPI_FLOAT, MPI_SUM, g_comm, &req);
+    wait_req(&req);
+    get(h, rbuf, out);
+    for (size_t j = 0; j < out; j++) {
+        const size_t i = (size_t)rank * per + j % per;
+        float want = 0;
+        for (int r = 0; r < size; r++) want += alltoall ? (r == (int)(j / per) ? input(r, k, i) : 0) : input(r, k, i);
+        if (h[j] != want) {
+            fail(alltoall ? "ialltoall" : "ireduce_scatter_block", j, h[j], want);
+            break;
+        }
+    }
     checks++;
     free(h);
 }
@@ -369,6 +397,8 @@ int main(int argc, char **argv)
         allreduce(a + 4 * (size_t)(rank + 1), b + 4 * (size_t)(size - rank), k, "iallreduce at offsets");
         for (int root = 0; root < size; root++) bcast(b, k, root);
         allgather(a, b, k);
+        strided(0, a, b, k);
+        strided(1, a, b, k);
     }
     end_part();
 #ifdef ALLREDUCE_INIT
@@ -424,7 +454,11 @@ int main(int argc, char **argv)
     begin_part("h. windows made on first use");
     MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
     MPI_Barrier(g_comm); /* its GPU path */
-    for (int k = 0; k < 4; k++) allreduce(a, b, 30 + k, "iallreduce on a new communicator");
+    for (int k = 0; k < 4; k++) {
+        allreduce(a, b, 30 + k, "iallreduce on a new communicator");
+        strided(0, a, b, 30 + k);
+        strided(1, a, b, 30 + k);
+    }
     const unsigned long long auto_calls = free_counting(&g_comm);
     g_comm = MPI_COMM_WORLD;
     if (expect_zero_copy && auto_zero_copy && auto_calls == 0 && failures++ < 20)
