@@ -285,7 +285,9 @@ bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int
     // 64 MiB, level at 256 MiB, faster at 1 GiB (2 x H200, 2026-11-28).
     case GPUCOLL_COLL_BCAST: return bytes >= cfg.window_move_min_bytes * (nranks == 2 ? 8 : 1);
     case GPUCOLL_COLL_ALLGATHER: return bytes * (size_t)nranks >= cfg.window_move_min_bytes;
-    // Their zero-copy candidates start at direct_min_bytes of all blocks, as allreduce's.
+    // Their zero-copy candidates start at direct_min_bytes (of all blocks), as
+    // allreduce's; reduce's from 3 ranks (reduce_push).
+    case GPUCOLL_COLL_REDUCE:
     case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
     case GPUCOLL_COLL_ALLTOALL: return true;
     default: return false;
@@ -307,9 +309,11 @@ bool windows_args(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &zc,
     // The kernel reads src and writes dst (kernel_args resolved in place and
     // stand-ins): a stand-in is in no registered window, but (auto_windows) its
     // pool's allocation may be exported like any buffer the kernel reads.
+    // A reduce's non-root posts its input as its output (MPI ignores its
+    // receive buffer, which may be anything; no kernel writes it).
+    const char *out = exported_output(t, a, k->src, k->dst);
     k->window_src = describe_buffer(t, ws, k->src, bytes);
-    k->window_dst = k->dst == k->src && dst_bytes == bytes ? k->window_src
-                                                           : describe_buffer(t, ws, k->dst, dst_bytes);
+    k->window_dst = out == k->src && dst_bytes == bytes ? k->window_src : describe_buffer(t, ws, out, dst_bytes);
     return true;
 }
 
@@ -319,7 +323,8 @@ int stream_windows(gpucoll_team *t, const gpucoll_coll_args_t &a, const Plan &pl
     const TeamWindows *ws = windows_used_by(t);
     if (!config().auto_windows && (!ws || ws->book.count() == 0)) return blocks;
     // Only the resident kernels of sums have the zero-copy bodies (kernels/peer_kernels.cuh).
-    const bool reduces = a.kind == GPUCOLL_COLL_ALLREDUCE || a.kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK;
+    const bool reduces = a.kind == GPUCOLL_COLL_ALLREDUCE || a.kind == GPUCOLL_COLL_REDUCE ||
+                         a.kind == GPUCOLL_COLL_REDUCE_SCATTER_BLOCK;
     if (reduces && a.op != GPUCOLL_OP_SUM) return blocks;
     Plan zc{};
     int zc_blocks = 0;

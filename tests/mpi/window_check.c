@@ -1,9 +1,9 @@
 /* Registered windows (include/coll_gpu_ext.h, coll_gpu_register):
  *   a. registration on every rank gives the same window, twice;
  *   b. MPI_Iallreduce (out of place, in place, at an offset that differs per
- *      rank), MPI_Ibcast (every root), MPI_Iallgather, MPI_Ireduce_scatter_block
- *      and MPI_Ialltoall on buffers in windows, three rounds with new
- *      inputs: MPI's results;
+ *      rank), MPI_Ibcast (every root), MPI_Iallgather, MPI_Ireduce_scatter_block,
+ *      MPI_Ialltoall and MPI_Ireduce (NULL receive buffers off the root) on
+ *      buffers in windows, three rounds with new inputs: MPI's results;
  *   c. a persistent allreduce in a window started 4 times;
  *   d. one rank's buffer outside its windows: the call runs through scratch,
  *      still right;
@@ -14,7 +14,7 @@
  *      allgather) and a captured graph's replays on a window: MPI's results;
  *      the graph replayed after the window's deregistration: still right.
  *   h. on a new communicator, no registration: MPI_Iallreduce,
- *      MPI_Ireduce_scatter_block and MPI_Ialltoall on the same buffers 4
+ *      MPI_Ireduce_scatter_block, MPI_Ialltoall and MPI_Ireduce on the same buffers 4
  *      times (windows made on first use, coll_gpu_auto_windows): MPI's results.
  *   i. on a new communicator, a buffer allocated for a graph: an in-place
  *      allreduce captured on it, the graph replayed 7 times (the last 5
@@ -168,6 +168,23 @@ static void strided(int alltoall, float *sbuf, float *rbuf, int k)
         }
     }
     checks++;
+    free(h);
+}
+
+/* MPI_Ireduce to `root`; the other ranks pass NULL as their receive buffer
+ * (MPI ignores it there). */
+static void reduce(float *sbuf, float *rbuf, int k, int root)
+{
+    float *h = host(N);
+    for (size_t i = 0; i < N; i++) h[i] = input(rank, k, i);
+    put(sbuf, h, N);
+    MPI_Request req;
+    MPI_Ireduce(sbuf, rank == root ? rbuf : NULL, (int)N, MPI_FLOAT, MPI_SUM, root, g_comm, &req);
+    wait_req(&req);
+    if (rank == root) {
+        get(h, rbuf, N);
+        check_sum(h, k, "ireduce");
+    }
     free(h);
 }
 
@@ -399,6 +416,7 @@ int main(int argc, char **argv)
         allgather(a, b, k);
         strided(0, a, b, k);
         strided(1, a, b, k);
+        reduce(a, b, k, k % size);
     }
     end_part();
 #ifdef ALLREDUCE_INIT
@@ -458,6 +476,7 @@ int main(int argc, char **argv)
         allreduce(a, b, 30 + k, "iallreduce on a new communicator");
         strided(0, a, b, 30 + k);
         strided(1, a, b, 30 + k);
+        reduce(a, b, 30 + k, (k + 1) % size);
     }
     const unsigned long long auto_calls = free_counting(&g_comm);
     g_comm = MPI_COMM_WORLD;
