@@ -302,8 +302,12 @@ void worth()
     CHECK(!window_worth(call(GPUCOLL_COLL_BCAST, 2 * limit - 4), cfg, 2), "bcast, 2 ranks: just below");
     CHECK(window_worth(call(GPUCOLL_COLL_ALLGATHER, limit / 16), cfg, 4), "allgather: all ranks' blocks count");
     CHECK(!window_worth(call(GPUCOLL_COLL_ALLGATHER, limit / 16), cfg, 2), "allgather, 2 ranks: half as much");
-    CHECK(!window_worth(call(GPUCOLL_COLL_ALLTOALL, limit), cfg, 4), "alltoall has no windows");
-    CHECK(!window_worth(call(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, limit), cfg, 4), "nor reduce_scatter_block");
+    // Their zero-copy candidates start where the blocking call's do (zero_copy_candidate).
+    CHECK(window_worth(call(GPUCOLL_COLL_ALLTOALL, mib / 16), cfg, 4), "alltoall: as planned");
+    CHECK(window_worth(call(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, mib / 16), cfg, 4), "reduce_scatter_block: as planned");
+    CHECK(window_worth(call(GPUCOLL_COLL_REDUCE, mib / 4), cfg, 4), "reduce: as planned");
+    CHECK(!window_worth(call(GPUCOLL_COLL_ALLGATHERV, limit), cfg, 4), "the vector kinds have no windows");
+    CHECK(!window_worth(call(GPUCOLL_COLL_ALLTOALLV, limit), cfg, 4), "nor alltoallv");
     cfg.window_move_min_bytes = mib;
     CHECK(window_worth(call(GPUCOLL_COLL_BCAST, mib / 4), cfg, 4), "the parameter moves the limit");
 }
