@@ -286,10 +286,12 @@ bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int
     case GPUCOLL_COLL_BCAST: return bytes >= cfg.window_move_min_bytes * (nranks == 2 ? 8 : 1);
     case GPUCOLL_COLL_ALLGATHER: return bytes * (size_t)nranks >= cfg.window_move_min_bytes;
     // Their zero-copy candidates start at direct_min_bytes (of all blocks), as
-    // allreduce's; reduce's from 3 ranks (reduce_push).
-    case GPUCOLL_COLL_REDUCE:
+    // allreduce's; reduce's from 3 ranks (reduce_push). Two ranks: the
+    // switched alltoall and reduce_scatter lost 4-9 us at 4 MiB against
+    // their scratch plans and won from 16 MiB (one H200 under MPS, 2026-11-29).
+    case GPUCOLL_COLL_REDUCE: return true;
     case GPUCOLL_COLL_REDUCE_SCATTER_BLOCK:
-    case GPUCOLL_COLL_ALLTOALL: return true;
+    case GPUCOLL_COLL_ALLTOALL: return nranks > 2 || bytes * (size_t)nranks >= 4 * cfg.direct_min_bytes;
     default: return false;
     }
 }

@@ -81,9 +81,9 @@ bool window_zero_copy_plan(const gpucoll_team *t, const gpucoll_coll_args_t &a, 
 // kind and size and the configuration): allreduce always (its candidates
 // start at direct_min_bytes), bcast and allgather from
 // window_move_min_bytes of output (bcast between 2 ranks from 8 times
-// that), reduce, reduce_scatter_block and alltoall always (their
-// candidates start at direct_min_bytes, of all ranks' blocks for the
-// strided ones; reduce's from 3 ranks), nothing else.
+// that), reduce always (its candidate starts at direct_min_bytes, from 3
+// ranks), reduce_scatter_block and alltoall likewise from direct_min_bytes
+// of all ranks' blocks (between 2 ranks from 4 times that), nothing else.
 bool window_worth(const gpucoll_coll_args_t &a, const gpucoll_config_t &cfg, int nranks);
 // For the launch of a queued call planned as `plan` (not zero-copy): where
 // the team has windows and the call could run zero-copy (`zc`, planned

@@ -305,6 +305,9 @@ void worth()
     // Their zero-copy candidates start where the blocking call's do (zero_copy_candidate).
     CHECK(window_worth(call(GPUCOLL_COLL_ALLTOALL, mib / 16), cfg, 4), "alltoall: as planned");
     CHECK(window_worth(call(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, mib / 16), cfg, 4), "reduce_scatter_block: as planned");
+    CHECK(!window_worth(call(GPUCOLL_COLL_ALLTOALL, mib / 8), cfg, 2), "alltoall, 2 ranks: not at direct_min_bytes");
+    CHECK(window_worth(call(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, 2 * mib), cfg, 2), "reduce_scatter_block, 2 ranks: from 4 times it");
+    CHECK(!window_worth(call(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, 2 * mib - 4), cfg, 2), "reduce_scatter_block, 2 ranks: just below");
     CHECK(window_worth(call(GPUCOLL_COLL_REDUCE, mib / 4), cfg, 4), "reduce: as planned");
     CHECK(!window_worth(call(GPUCOLL_COLL_ALLGATHERV, limit), cfg, 4), "the vector kinds have no windows");
     CHECK(!window_worth(call(GPUCOLL_COLL_ALLTOALLV, limit), cfg, 4), "nor alltoallv");
