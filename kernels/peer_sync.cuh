@@ -162,30 +162,6 @@ __device__ inline size_t copy_vectors(T *dst, const T *src, size_t i, size_t ven
 }
 
 // dst[i] = src[i] for this block's share of n elements of T.
-// Element loads a thread keeps in flight where data is not 16-byte
-// aligned (a reduce-scatter or alltoall block of an odd count, 3 ranks):
-// as many bytes as copy_vectors<T, 4> (up to 16 loads). One load at a time
-// left the scalar paths latency-bound, 4-5x slower than aligned ones (one
-// H200 under MPS, 3 ranks, 64 MiB reduce_scatter: 1486 us against 354 at 4
-// ranks aligned).
-template <class T> constexpr int kScalarsInFlight = 64 / sizeof(T) < 16 ? (int)(64 / sizeof(T)) : 16;
-
-// dst[i] = src[i] for i = i0, i0 + stride, ... below end, U loads before
-// their stores. Returns where it stopped.
-template <class T, int U>
-__device__ inline size_t copy_scalars(T *dst, const T *src, size_t i, size_t end, size_t stride)
-{
-    for (; i + (U - 1) * stride < end; i += U * stride) {
-        T v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) v[u] = src[i + u * stride];
-#pragma unroll
-        for (int u = 0; u < U; u++) dst[i + u * stride] = v[u];
-    }
-    for (; i < end; i += stride) dst[i] = src[i];
-    return i;
-}
-
 template <class T>
 __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok, size_t span = 0)
 {
@@ -198,7 +174,7 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
         for (; i < vend; i += stride) *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
         for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) dst[j] = src[j];
     } else {
-        copy_scalars<T, kScalarsInFlight<T>>(dst, src, r.begin + threadIdx.x, r.end, blockDim.x);
+        for (size_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
     }
 }
 
@@ -319,37 +295,6 @@ __device__ inline size_t reduce_vectors(T *const *dsts, int ndst, T *const *srcs
     return i;
 }
 
-// reduce_vectors for data that is not 16-byte aligned: elements i, i +
-// stride, ..., i + (U-1) stride, all U x nsrc loads before the first
-// reduction (kScalarsInFlight says why).
-template <class T, class Op, int S, int U>
-__device__ inline size_t reduce_scalars(T *const *dsts, int ndst, T *const *srcs, int nsrc, size_t i, size_t end,
-                                        size_t stride)
-{
-    using A = Acc<T>;
-    using AT = typename A::type;
-    for (; i + (U - 1) * stride < end; i += U * stride) {
-        T in[U][S];
-#pragma unroll
-        for (int u = 0; u < U; u++)
-#pragma unroll
-            for (int j = 0; j < S; j++)
-                if (j < nsrc) in[u][j] = srcs[j][i + u * stride];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            AT acc = A::load(in[u][0]);
-#pragma unroll
-            for (int j = 1; j < S; j++)
-                if (j < nsrc) acc = Op::apply(acc, A::load(in[u][j]));
-            const T out = A::store(acc);
-#pragma unroll
-            for (int d = 0; d < kMaxPeers; d++)
-                if (d < ndst) dsts[d][i + u * stride] = out;
-        }
-    }
-    return i;
-}
-
 // dsts[d][i] = op over j of srcs[j][i] for every d < ndst, this block's
 // share of n elements. Accumulates in Acc<T>::type, in rank order, and
 // rounds once. Each element is read from every source before it is written
@@ -370,11 +315,7 @@ __device__ inline void reduce_elems_multi(T *const *dsts, int ndst, T *const *sr
     if (nsrc <= 2) i = reduce_vectors<T, Op, 2, 4>(dsts, ndst, srcs, nsrc, i, vend, stride);
     else if (nsrc <= 4) i = reduce_vectors<T, Op, 4, 2>(dsts, ndst, srcs, nsrc, i, vend, stride);
     reduce_vectors<T, Op, kMaxPeers, 1>(dsts, ndst, srcs, nsrc, i, vend, stride);
-    size_t j = vend + threadIdx.x;
-    constexpr int U = kScalarsInFlight<T>;
-    if (nsrc <= 2) j = reduce_scalars<T, Op, 2, U>(dsts, ndst, srcs, nsrc, j, r.end, blockDim.x);
-    else if (nsrc <= 4) j = reduce_scalars<T, Op, 4, U / 2>(dsts, ndst, srcs, nsrc, j, r.end, blockDim.x);
-    for (; j < r.end; j += blockDim.x) {
+    for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) {
         AT acc = A::load(srcs[0][j]);
         for (int k = 1; k < nsrc; k++) acc = Op::apply(acc, A::load(srcs[k][j]));
         T out = A::store(acc);
