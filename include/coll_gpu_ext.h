@@ -312,11 +312,19 @@ COLL_GPU_EXT_FORWARD(alltoall_enqueue,
  *   aligned, from cudaMalloc (any allocation CUDA IPC can export). Any part
  *   of it serves: a call whose buffers on every rank lie in windows (each
  *   rank's in its own, at any offset) runs zero-copy. Today that is
- *   MPI_Iallreduce, MPI_Ibcast and MPI_Iallgather and their persistent
- *   forms, and coll_gpu_{allreduce,bcast,allgather}_enqueue (in a graph
- *   too), from the size at which the blocking call runs zero-copy
- *   (coll_gpu_direct_min_bytes); other calls run as before. Results are the
- *   same either way.
+ *   MPI_Iallreduce, MPI_Ibcast, MPI_Iallgather, MPI_Ireduce (3 ranks or
+ *   more), MPI_Ireduce_scatter_block and MPI_Ialltoall and their persistent
+ *   forms, and the coll_gpu_*_enqueue of the same kinds (sums where they
+ *   reduce; in a graph too), from the size at which the blocking call runs
+ *   zero-copy (coll_gpu_direct_min_bytes; bcast and allgather from
+ *   coll_gpu_window_move_min_bytes); other calls run as before. Results are
+ *   the same either way.
+ * - Without registration (coll_gpu_auto_windows, on by default) the same
+ *   calls run zero-copy from the second call on the same buffers, and a
+ *   graph's replays from about 100 ms after every rank captured it: the
+ *   first use exports the buffer and the peers map it on their own time
+ *   (docs/nonblocking.md, "Windows made on first use"). Registration makes
+ *   it so from the first call, and for buffers an earlier call did not use.
  * - Deregistering waits until no collective of this rank may still read or
  *   write the window (its enqueued calls included; replays of a graph that
  *   uses it are the caller's to have finished) and every rank has got as
