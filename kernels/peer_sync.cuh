@@ -4,6 +4,7 @@
 
 #include "peer_args.h"
 #include "reduce_ops.cuh"
+#include "resident_call.h"
 
 namespace gpucoll {
 
@@ -50,6 +51,9 @@ __device__ inline uint64_t *give_up_word(char *scratch) { return reinterpret_cas
 // give-up word), or the debugging bound a.timeout_ns is set and past (this
 // kernel then gives up and tells every rank's kernels to, see kGiveUpOffset).
 // The host fails the call and runs no more peer kernels of the team.
+// A resident kernel's call also ends when the host takes it back (posted
+// before the agreement, which then failed: ResidentMailbox::withdrawn);
+// no error is raised then, and what the call wrote is the host's to undo.
 __device__ inline bool must_give_up(const PeerArgs &a, uint64_t start, unsigned spin)
 {
     if (a.timeout_ns && gpu_global_timer_ns() - start > a.timeout_ns) {
@@ -63,7 +67,9 @@ __device__ inline bool must_give_up(const PeerArgs &a, uint64_t start, unsigned 
         atomicCAS(a.error, 0, kErrorPeerGaveUp);
         return true;
     }
-    return (spin & 255) == 255 && *reinterpret_cast<volatile int *>(a.error) != 0;
+    if ((spin & 255) != 255) return false;
+    if (*reinterpret_cast<volatile int *>(a.error) != 0) return true;
+    return a.resident.mailbox && call_withdrawn(a.resident.mailbox, a.resident.seq);
 }
 
 // Spins until *f >= value; false (error raised) where must_give_up says so.
@@ -161,6 +167,36 @@ __device__ inline size_t copy_vectors(T *dst, const T *src, size_t i, size_t ven
     return i;
 }
 
+// Element loads a thread keeps in flight where the data is not 16-byte
+// aligned (reduce_scatter or alltoall blocks of an odd count, as at 3
+// ranks): one at a time left those paths latency-bound, 4-5x slower than
+// aligned ones (one H200 under MPS, 3 ranks, 64 MiB through scratch:
+// reduce_scatter 1487 us, alltoall 3821). Eight keeps the unrolled loops
+// (one per type x op for reductions) short to compile.
+template <class T> constexpr int kScalarsInFlight = 64 / sizeof(T) < 8 ? (int)(64 / sizeof(T)) : 8;
+
+// dsts[d][i] = src[i] for d < ndst and i = i, i + stride, ... below end,
+// U loads before their stores. Returns where it stopped.
+template <class T, int U>
+__device__ inline size_t copy_scalars(T *const *dsts, int ndst, const T *src, size_t i, size_t end, size_t stride)
+{
+    for (; i + (U - 1) * stride < end; i += U * stride) {
+        T v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = src[i + u * stride];
+#pragma unroll
+        for (int d = 0; d < kMaxPeers; d++)
+            if (d < ndst)
+#pragma unroll
+                for (int u = 0; u < U; u++) dsts[d][i + u * stride] = v[u];
+    }
+    for (; i < end; i += stride) {
+        const T v = src[i];
+        for (int d = 0; d < ndst; d++) dsts[d][i] = v;
+    }
+    return i;
+}
+
 // dst[i] = src[i] for this block's share of n elements of T.
 template <class T>
 __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok, size_t span = 0)
@@ -174,7 +210,7 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
         for (; i < vend; i += stride) *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
         for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) dst[j] = src[j];
     } else {
-        for (size_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
+        copy_scalars<T, kScalarsInFlight<T>>(&dst, 1, src, r.begin + threadIdx.x, r.end, blockDim.x);
     }
 }
 
@@ -247,10 +283,7 @@ __device__ inline void copy_elems_multi(T *const *dsts, int ndst, const T *src, 
         uint4 v = *reinterpret_cast<const uint4 *>(src + i);
         for (int d = 0; d < ndst; d++) *reinterpret_cast<uint4 *>(dsts[d] + i) = v;
     }
-    for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) {
-        T v = src[j];
-        for (int d = 0; d < ndst; d++) dsts[d][j] = v;
-    }
+    copy_scalars<T, kScalarsInFlight<T>>(dsts, ndst, src, vend + threadIdx.x, r.end, blockDim.x);
 }
 
 // The 16-byte vectors i, i + stride, ..., i + (U-1) stride of
@@ -295,6 +328,37 @@ __device__ inline size_t reduce_vectors(T *const *dsts, int ndst, T *const *srcs
     return i;
 }
 
+// reduce_vectors for data that is not 16-byte aligned: elements i, i +
+// stride, ..., i + (U-1) stride, all U x nsrc loads before the first
+// reduction (kScalarsInFlight says why). Returns where it stopped.
+template <class T, class Op, int S, int U>
+__device__ inline size_t reduce_scalars(T *const *dsts, int ndst, T *const *srcs, int nsrc, size_t i, size_t end,
+                                        size_t stride)
+{
+    using A = Acc<T>;
+    using AT = typename A::type;
+    for (; i + (U - 1) * stride < end; i += U * stride) {
+        T in[U][S];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int j = 0; j < S; j++)
+                if (j < nsrc) in[u][j] = srcs[j][i + u * stride];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            AT acc = A::load(in[u][0]);
+#pragma unroll
+            for (int j = 1; j < S; j++)
+                if (j < nsrc) acc = Op::apply(acc, A::load(in[u][j]));
+            const T out = A::store(acc);
+#pragma unroll
+            for (int d = 0; d < kMaxPeers; d++)
+                if (d < ndst) dsts[d][i + u * stride] = out;
+        }
+    }
+    return i;
+}
+
 // dsts[d][i] = op over j of srcs[j][i] for every d < ndst, this block's
 // share of n elements. Accumulates in Acc<T>::type, in rank order, and
 // rounds once. Each element is read from every source before it is written
@@ -315,7 +379,11 @@ __device__ inline void reduce_elems_multi(T *const *dsts, int ndst, T *const *sr
     if (nsrc <= 2) i = reduce_vectors<T, Op, 2, 4>(dsts, ndst, srcs, nsrc, i, vend, stride);
     else if (nsrc <= 4) i = reduce_vectors<T, Op, 4, 2>(dsts, ndst, srcs, nsrc, i, vend, stride);
     reduce_vectors<T, Op, kMaxPeers, 1>(dsts, ndst, srcs, nsrc, i, vend, stride);
-    for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) {
+    size_t j = vend + threadIdx.x;
+    constexpr int U = kScalarsInFlight<T>;
+    if (nsrc <= 2) j = reduce_scalars<T, Op, 2, (U >= 2 ? U / 2 : 1)>(dsts, ndst, srcs, nsrc, j, r.end, blockDim.x);
+    else if (nsrc <= 4) j = reduce_scalars<T, Op, 4, (U >= 4 ? U / 4 : 1)>(dsts, ndst, srcs, nsrc, j, r.end, blockDim.x);
+    for (; j < r.end; j += blockDim.x) {
         AT acc = A::load(srcs[0][j]);
         for (int k = 1; k < nsrc; k++) acc = Op::apply(acc, A::load(srcs[k][j]));
         T out = A::store(acc);

@@ -90,11 +90,22 @@ __host__ __device__ inline void apply_resident_call(const uint64_t w[kResidentCa
 // mailbox, the GPU's clock (ns) when it took it (stamps[0]), when the
 // call's work ended (stamps[1]) and when its writes were fenced (stamps[2]),
 // and last the call's number (stamps[3]).
+// `withdrawn`: the number of a call the host takes back (posted before the
+// agreement, which failed); its blocks stop waiting for peers and report it
+// done (call_withdrawn).
 struct alignas(64) ResidentMailbox {
     uint64_t call[kResidentCallWords];
     uint64_t done[kMaxBlocks];
     uint64_t stamps[8];
+    uint64_t withdrawn;
 };
+
+// Whether the host took call `seq` back. Read over the bus: the waits ask
+// only now and then (must_give_up, kernels/peer_sync.cuh).
+__host__ __device__ inline bool call_withdrawn(const ResidentMailbox *mb, uint64_t seq)
+{
+    return *reinterpret_cast<const volatile uint64_t *>(&mb->withdrawn) == seq;
+}
 
 // Whether call `next` may be sent as words to a kernel launched with `base`
 // and serving generation `gen`: all that the words leave out is the same.

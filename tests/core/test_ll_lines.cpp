@@ -442,6 +442,33 @@ int main()
         });
         CHECK(w.error[1] == kErrorPeerGaveUp, "a rank whose peer gave up kept waiting, or said something else");
     }
+    // A call the host takes back (posted to a resident kernel before the
+    // ranks' agreement, which then failed: ResidentMailbox::withdrawn): the
+    // wait for the peer that never sends ends with no error raised and
+    // nothing written; the number of another call does not end it.
+    {
+        World w(2);
+        ResidentMailbox mb{};
+        mb.withdrawn = 6; // the call before
+        std::vector<float> s(64, 1.0f), d(64, 0.0f);
+        std::thread host([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            __atomic_store_n(&mb.withdrawn, 7, __ATOMIC_RELEASE);
+        });
+        run(w, 1, 64, [&](int r) {
+            PeerArgs a = w.args(r, PeerAlgo::AllreduceLL, s.data(), d.data(), 64, 0);
+            a.resident.mailbox = &mb;
+            a.resident.seq = 7;
+            allreduce_ll<float, OpSum>(a);
+        });
+        const uint64_t when = __atomic_load_n(&mb.withdrawn, __ATOMIC_ACQUIRE);
+        host.join();
+        CHECK(when == 7, "the wait ended before the call was withdrawn (another call's number ended it)");
+        CHECK(w.error[0] == 0, "a withdrawn call raised the error flag (%d)", w.error[0]);
+        bool untouched = true;
+        for (float v : d) untouched &= v == 0.0f;
+        CHECK(untouched, "a withdrawn allreduce wrote output without its peer's lines");
+    }
     std::printf("ll_lines: %d failed\n", failures);
     return failures ? 1 : 0;
 }
