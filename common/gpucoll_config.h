@@ -71,6 +71,10 @@ typedef struct gpucoll_config {
     int resident_blocks;             /* grid of the calls resident kernels serve, the same for every size
                                         so that one kernel serves them all (but LL calls up to 8 KiB: one
                                         block) */
+    int resident_early;              /* 1: a blocking LL call that a resident kernel serves is posted to it
+                                        before the ranks' agreement, which then runs while the GPU works,
+                                        and is taken back where the agreement fails
+                                        (core/team_blocking.cpp); 0: posted after it */
     int order;                       /* gpucoll_order_t: what the peer kernels of blocking, nonblocking and
                                         persistent calls start after on the GPU (core/team_blocking.cpp,
                                         core/team_queued.cpp, core/hier.cpp) */

@@ -96,28 +96,27 @@ void ResidentKernel::release()
     mb_ = nullptr;
 }
 
-gpucoll_status_t ResidentKernel::launch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op,
-                                        int blocks, int threads, bool after_user_work)
+gpucoll_status_t ResidentKernel::launch(Call &c, bool after_user_work)
 {
     // A new generation: the mailbox now tells any earlier kernel to leave
     // (it runs before this one on the stream) and holds what this one
     // starts from.
     gen_++;
-    k.resident.gen = gen_;
+    c.k.resident.gen = gen_;
     mark_generation();
     gpuError_t e = gpuSuccess;
     if (after_user_work) {
         if ((e = gpuEventRecord(user_work_, 0)) == gpuSuccess) e = gpuStreamWaitEvent(stream_, user_work_, 0);
         if (e != gpuSuccess) return gpu_error("ordering after the default stream", e);
     }
-    if (!launch_peer_kernel(k, dtype, op, blocks, threads, stream_))
+    if (!launch_peer_kernel(c.k, c.dtype, c.op, c.blocks, c.threads, stream_))
         return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "no kernel for this datatype and op");
     // (A "not ready" left by the stream queries is no launch error.)
     if ((e = gpuGetLastError()) != gpuSuccess && e != gpuErrorNotReady)
         return gpu_error("launching a resident kernel", e);
     live_ = true;
-    key_ = key;
-    base_ = k;
+    key_ = c.key;
+    base_ = c.k;
     launched++;
     return GPUCOLL_SUCCESS;
 }
@@ -125,77 +124,111 @@ gpucoll_status_t ResidentKernel::launch(PeerArgs &k, uint64_t key, gpucoll_dtype
 // The kernel's stream is idle with the call not done. A kernel that left
 // just before the call was posted never serves it: launched anew. A kernel
 // launched for this very call that ended without it is an error.
-gpucoll_status_t ResidentKernel::relaunch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op,
-                                          int blocks, int threads, bool *resident)
+gpucoll_status_t ResidentKernel::relaunch(Call &c)
 {
     live_ = false;
-    if (!*resident) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a launched kernel ended without its call done");
-    *resident = false;
+    if (!c.resident) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a launched kernel ended without its call done");
+    c.resident = false;
     reused--;
-    return launch(k, key, dtype, op, blocks, threads, false);
+    return launch(c, false);
 }
 
 gpucoll_status_t ResidentKernel::run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
                                      int idle_us, int timeout_ms, bool ordered, bool timed)
 {
-    const auto start = Clock::now();
+    Call c;
+    gpucoll_status_t st = start(k, dtype, op, blocks, threads, idle_us, timeout_ms, ordered, timed, &c);
+    return st == GPUCOLL_SUCCESS ? finish(c) : st;
+}
+
+gpucoll_status_t ResidentKernel::start(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
+                                       int idle_us, int timeout_ms, bool ordered, bool timed, Call *c)
+{
+    const auto begun = Clock::now();
     // The stream a blocking launch would have waited for: only if it is
     // idle may a kernel that is already running read this call's input.
     const bool user_idle = !ordered || gpuStreamQuery(0) == gpuSuccess;
-    const auto queried = Clock::now();
-    query_s += std::chrono::duration<double>(queried - start).count();
-    uint64_t key = kernel_key(k, dtype, op, blocks, threads);
+    c->queried = Clock::now();
+    query_s += std::chrono::duration<double>(c->queried - begun).count();
+    c->key = kernel_key(k, dtype, op, blocks, threads);
+    c->dtype = dtype;
+    c->op = op;
+    c->blocks = blocks;
+    c->threads = threads;
+    c->timeout_ms = timeout_ms;
     seq_++;
     k.resident.mailbox = mb_;
     k.resident.seq = seq_;
     k.resident.idle_ns = (uint64_t)idle_us * 1000u;
     k.resident.timed = timed ? 1 : 0;
     k.resident.gen = gen_;
+    c->k = k;
     uint64_t words[kResidentCallWords];
-    bool resident = live_ && key == key_ && user_idle && start < until_ && same_resident_base(base_, k) &&
-                    encode_resident_call(k, gen_, seq_, words);
-    gpucoll_status_t st = GPUCOLL_SUCCESS;
-    if (resident) {
+    c->resident = live_ && c->key == key_ && user_idle && begun < until_ && same_resident_base(base_, k) &&
+                  encode_resident_call(k, gen_, seq_, words);
+    if (c->resident) {
         post_words(words);
         reused++;
     } else {
         retire();
-        if ((st = launch(k, key, dtype, op, blocks, threads, ordered && !user_idle)) != GPUCOLL_SUCCESS) return st;
+        gpucoll_status_t st = launch(*c, ordered && !user_idle);
+        if (st != GPUCOLL_SUCCESS) return st;
     }
     // The kernel polls for idle_us after its last call; counted from the
     // post, which is before that, this host-side window ends before it.
     // The margin covers the call's trip to the GPU.
     int64_t margin_us = idle_us / 2 < 20 ? idle_us / 2 : 20;
-    until_ = start + std::chrono::microseconds(idle_us - margin_us);
-    return wait_done(k, key, dtype, op, blocks, threads, timeout_ms, resident, queried);
+    until_ = begun + std::chrono::microseconds(idle_us - margin_us);
+    return GPUCOLL_SUCCESS;
 }
 
-gpucoll_status_t ResidentKernel::wait_done(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op,
-                                           int blocks, int threads, int timeout_ms, bool resident,
-                                           Clock::time_point queried)
+gpucoll_status_t ResidentKernel::finish(Call &c)
 {
-    const auto deadline = queried + std::chrono::milliseconds(timeout_ms);
+    const auto deadline = c.queried + std::chrono::milliseconds(c.timeout_ms);
     gpucoll_status_t st;
     for (unsigned spin = 1;; spin++) {
-        if (all_done(blocks)) {
-            (resident ? reused_s : launched_s) += std::chrono::duration<double>(Clock::now() - queried).count();
-            if (k.resident.timed) add_stamps();
+        if (all_done(c.blocks)) {
+            (c.resident ? reused_s : launched_s) += std::chrono::duration<double>(Clock::now() - c.queried).count();
+            if (c.k.resident.timed) add_stamps();
             return GPUCOLL_SUCCESS;
         }
         if (spin % 1024) continue;
         gpuError_t e = gpuStreamQuery(stream_);
         if (e == gpuSuccess) {
-            if (all_done(blocks)) return GPUCOLL_SUCCESS;
-            if ((st = relaunch(k, key, dtype, op, blocks, threads, &resident)) != GPUCOLL_SUCCESS) return st;
+            if (all_done(c.blocks)) return GPUCOLL_SUCCESS;
+            if ((st = relaunch(c)) != GPUCOLL_SUCCESS) return st;
         } else if (e != gpuErrorNotReady) {
             live_ = false;
             return gpu_error("resident kernel", e);
         }
-        if (timeout_ms > 0 && Clock::now() > deadline) {
+        if (c.timeout_ms > 0 && Clock::now() > deadline) {
             retire();
             return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a resident kernel did not finish its call within %d ms",
-                                timeout_ms);
+                                c.timeout_ms);
         }
+    }
+}
+
+gpucoll_status_t ResidentKernel::withdraw(Call &c)
+{
+    __atomic_store_n(&mb_->withdrawn, seq_, __ATOMIC_RELEASE);
+    // A block that waits for a peer sees the word within 256 polls (tens of
+    // us); a kernel that has not taken the call takes it and stops the same
+    // way. One that has neither after a while is told to leave.
+    const auto since = Clock::now();
+    for (unsigned spin = 1;; spin++) {
+        if (all_done(c.blocks)) return GPUCOLL_SUCCESS;
+        if (spin % 1024) continue;
+        gpuError_t e = gpuStreamQuery(stream_);
+        if (e == gpuSuccess) { // it had left before the call came: nothing ran
+            live_ = false;
+            return GPUCOLL_SUCCESS;
+        }
+        if (e != gpuErrorNotReady) {
+            live_ = false;
+            return gpu_error("resident kernel", e);
+        }
+        if (Clock::now() - since > std::chrono::milliseconds(10)) retire();
     }
 }
 

@@ -14,6 +14,20 @@ namespace gpucoll {
 
 class ResidentKernel {
   public:
+    using Clock = std::chrono::steady_clock;
+
+    // A call handed to the kernel (start) and not yet waited for (finish)
+    // or taken back (withdraw).
+    struct Call {
+        PeerArgs k{};
+        uint64_t key = 0;
+        gpucoll_dtype_t dtype{};
+        gpucoll_op_t op{};
+        int blocks = 0, threads = 0, timeout_ms = 0;
+        bool resident = false; // posted to a running kernel, not launched
+        Clock::time_point queried{};
+    };
+
     // Mailbox, stream and event on the current device.
     gpucoll_status_t init();
     // Tells a resident kernel to leave, waits until it has, frees everything.
@@ -31,6 +45,17 @@ class ResidentKernel {
     // most timeout_ms. `timed`: the kernel stamps its phases (gpu_* below).
     gpucoll_status_t run(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads,
                          int idle_us, int timeout_ms, bool ordered, bool timed);
+    // run() in two halves, so that the host can do other work while the GPU
+    // serves the call (a blocking call's agreement: core/team_blocking.cpp).
+    // After a successful start, exactly one of finish or withdraw follows.
+    gpucoll_status_t start(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks, int threads, int idle_us,
+                           int timeout_ms, bool ordered, bool timed, Call *c);
+    gpucoll_status_t finish(Call &c);
+    // Takes the call back: its blocks stop waiting for peers and report it
+    // done (ResidentMailbox::withdrawn), or the kernel left before taking
+    // it. Returns once no block works on it; what it stored into the peers'
+    // memory is the caller's to clear. Never launches.
+    gpucoll_status_t withdraw(Call &c);
 
     // Tells a resident kernel to leave without waiting for it (before a
     // launch on another stream that wants the SMs it holds).
@@ -44,13 +69,8 @@ class ResidentKernel {
     double query_s = 0, reused_s = 0, launched_s = 0, gpu_work_s = 0, gpu_fence_s = 0;
 
   private:
-    using Clock = std::chrono::steady_clock;
-    gpucoll_status_t launch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
-                            int threads, bool after_user_work);
-    gpucoll_status_t wait_done(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
-                               int threads, int timeout_ms, bool resident, Clock::time_point queried);
-    gpucoll_status_t relaunch(PeerArgs &k, uint64_t key, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
-                              int threads, bool *resident);
+    gpucoll_status_t launch(Call &c, bool after_user_work);
+    gpucoll_status_t relaunch(Call &c);
     void post_words(const uint64_t *w); // the call's words, word 0 last
     void mark_generation();             // word 0 of gen_, every word tagged seq_
     bool all_done(int blocks) const;    // every block has reported call seq_

@@ -215,6 +215,11 @@ void print_timing(const gpucoll_team *t)
             "coll:gpu: rank %d: %llu peer-path calls, mean us: verdict %.2f, agreement %.2f, launch %.2f, "
             "kernel+wait %.2f\n",
             t->rank, (unsigned long long)tm.calls, tm.verdict / n, tm.agree / n, tm.launch / n, tm.wait / n);
+    if (tm.early + tm.taken_back)
+        fprintf(stderr,
+                "coll:gpu: rank %d: %llu calls posted to a resident kernel before the agreement, %llu of them "
+                "taken back\n",
+                t->rank, (unsigned long long)(tm.early + tm.taken_back), (unsigned long long)tm.taken_back);
     const ResidentKernel &r = t->resident;
     if (r.reused + r.launched)
         fprintf(stderr,

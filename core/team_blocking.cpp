@@ -5,6 +5,9 @@
 //   plan     - the agreed plan's final form (zero-copy plan, chunk, grid)
 //   start    - kernel arguments and the launch (core/call_steps.cpp), or the resident kernel
 //   complete - the kernel's end and error word, then what the call leaves behind (LL wrap)
+// A small call that a resident kernel serves may start before the agreement
+// (post_early), which then runs while the GPU works; where it fails, the
+// call is taken back (take_back) and ends as it would have without.
 // Queued and stream-ordered calls share the plan and start steps and the
 // error decoding (core/team_queued.cpp, core/team_stream.cpp).
 #include <cstdio>
@@ -72,6 +75,10 @@ struct Blocking {
     bool all_direct = false;         // every rank's buffers mapped: zero-copy
     bool any_busy = false;           // some rank's legacy default stream still at work (agreed)
     bool timed = true;               // not the call that set the team's GPU up (milliseconds)
+    bool early = false;              // posted to the resident kernel before the agreement
+    ResidentKernel::Call posted{};   // ... and what was posted
+    uint64_t epoch_before = 0;       // the team's counters before kernel_args took this call's
+    uint32_t ll_flag_before = 0;
     const char *peer_src[kMaxPeers] = {}, *peer_dst[kMaxPeers] = {};
     Clock::time_point t_start, t_verdict, t_entered, t_agreed, t_launched;
 };
@@ -325,6 +332,84 @@ gpucoll_status_t step_complete(gpucoll_team *t, Blocking &c)
     return GPUCOLL_SUCCESS;
 }
 
+// Whether the call may go to the resident kernel before the agreement: an
+// LL call (its lines carry their own flag, and one slot per sender is all
+// it stores into peers), whose plan and grid no agreed fact can change, on
+// a team whose previous call this rank saw agreed by every rank. That
+// agreement means every rank had finished the call before it, so this
+// call's lines go only to slots nobody reads any more (ll_lines.cuh), and
+// that every rank is past any clearing of its LL area. Not an alltoall in
+// place: taken back, its kernel may have stored the blocks of the peers it
+// heard from over the input that the call's other way still needs (the
+// other kinds store nothing before every rank's lines are in, or only where
+// no input lies).
+bool early_ok(const gpucoll_team *t, Blocking &c)
+{
+    const gpucoll_config_t &cfg = config();
+    if (c.a.kind == GPUCOLL_COLL_ALLTOALL && !c.a.sbuf) return false;
+    if (!cfg.resident_early || !c.ok || c.empty || c.vector || c.direct || t->gpu != gpucoll_team::GpuReady ||
+        !t->resident.ready() || t->ll_cleared_since_agree || c.seq < 2 ||
+        t->peer_path_seq[(c.seq - 1) & 1] != c.seq - 1)
+        return false;
+    if (!is_ll(c.plan.algo) || !resident_serves(c.plan, c.elt, t->size, cfg) || !fit_chunk(t, &c.plan, c.elt))
+        return false;
+    gpucoll_config_t busy = cfg;
+    busy.max_blocks = cfg.busy_max_blocks;
+    return cfg.busy_max_blocks <= 0 || blocks_for(c.plan, c.elt, busy, t->size, t->share) ==
+                                           blocks_for(c.plan, c.elt, cfg, t->size, t->share);
+}
+
+// Posts the call before the agreement where early_ok allows; a call that
+// cannot be started then simply goes the agreed way.
+void post_early(gpucoll_team *t, Blocking &c)
+{
+    if (!early_ok(t, c)) return;
+    const gpucoll_config_t &cfg = config();
+    c.epoch_before = t->epoch;
+    c.ll_flag_before = t->ll_flag;
+    PeerArgs k = blocking_args(t, c);
+    DeviceGuard g(t->device);
+    c.early = t->resident.start(k, c.a.dtype, c.a.op, c.blocks, cfg.threads_per_block, cfg.resident_us,
+                                cfg.timeout_ms, cfg.order == GPUCOLL_ORDER_AFTER_DEFAULT_STREAM,
+                                c.timed && cfg.verbose >= 20, &c.posted) == GPUCOLL_SUCCESS;
+    if (!c.early) t->epoch = c.epoch_before, t->ll_flag = c.ll_flag_before;
+}
+
+// The agreement failed (`why`): a rank not on the peer path, arguments
+// that differ, a peer gone. The posted call stops, its lines leave the
+// peers' slots (a later call of the same flag must not read them), and the
+// team's counters go back to where every rank has them.
+gpucoll_status_t take_back(gpucoll_team *t, Blocking &c, gpucoll_status_t why)
+{
+    DeviceGuard g(t->device);
+    t->timing.taken_back++;
+    gpucoll_status_t st = t->resident.withdraw(c.posted);
+    const uint32_t flag = (uint32_t)c.posted.k.epoch0;
+    gpuError_t e = gpuSuccess;
+    for (int r = 0; r < t->size && e == gpuSuccess; r++)
+        if (r != t->rank) e = gpuMemsetAsync(ll_slot_of(t, r, t->rank, flag), 0, t->ll_slot_bytes, t->stream);
+    if (e == gpuSuccess) e = gpuStreamSynchronize(t->stream);
+    t->epoch = c.epoch_before;
+    t->ll_flag = c.ll_flag_before;
+    if (st == GPUCOLL_SUCCESS && e == gpuSuccess) return why;
+    t->gpu = gpucoll_team::GpuFailed;
+    t->broken = true;
+    return st != GPUCOLL_SUCCESS ? st : gpu_error("clearing a withdrawn call's lines", e);
+}
+
+// The agreement held: the call posted early completes as any other.
+gpucoll_status_t finish_early(gpucoll_team *t, Blocking &c)
+{
+    c.t_agreed = c.t_launched = c.t_entered;
+    t->timing.early++;
+    gpucoll_status_t st = t->resident.finish(c.posted);
+    if (st != GPUCOLL_SUCCESS) {
+        t->gpu = gpucoll_team::GpuFailed, t->broken = true;
+        return st;
+    }
+    return step_complete(t, c);
+}
+
 gpucoll_status_t run_blocking(gpucoll_team_t *t, const gpucoll_coll_args_t *args)
 {
     // Before this call's post: the agreement's rules assume that a rank
@@ -342,8 +427,10 @@ gpucoll_status_t run_blocking(gpucoll_team_t *t, const gpucoll_coll_args_t *args
     c.src = input_of(t, c.a);
     step_verdict(t, c);
     c.t_verdict = Clock::now();
-    if ((st = step_agree(t, c)) != GPUCOLL_SUCCESS) return st;
+    post_early(t, c);
+    if ((st = step_agree(t, c)) != GPUCOLL_SUCCESS) return c.early ? take_back(t, c, st) : st;
     c.t_entered = Clock::now();
+    if (c.early) return finish_early(t, c);
     if (c.empty) return GPUCOLL_SUCCESS; // every rank's is: nothing to run
     // Outlives the kernel on every return path: another thread's call may
     // not close these mappings under it.

@@ -218,6 +218,7 @@ struct gpucoll_team {
     // the team ends: a few clock reads per call, so always on.
     struct Timing {
         uint64_t calls = 0;
+        uint64_t early = 0, taken_back = 0; // posted before the agreement (team_blocking.cpp); of them, withdrawn
         double verdict = 0, agree = 0, launch = 0, wait = 0; // seconds
     } timing;
 };
@@ -259,6 +260,13 @@ gpucoll_status_t wait_kernel_done(gpucoll_team *t, uint64_t n, gpuStream_t strea
 
 // The LL area of this rank's scratch, after the two halves (kernels/ll_lines.cuh).
 inline char *ll_area(const gpucoll_team *t) { return t->scratch[t->rank] + kDataOffset + 2 * t->half_bytes; }
+
+// Where rank `from` writes for rank `owner` in the LL call of `flag`: the
+// host's copy of ll_slot (kernels/ll_lines.cuh).
+inline char *ll_slot_of(const gpucoll_team *t, int owner, int from, uint32_t flag)
+{
+    return t->scratch[owner] + kDataOffset + 2 * t->half_bytes + ((flag & 1) * kMaxPeers + from) * t->ll_slot_bytes;
+}
 
 // The arguments of the kernel that runs `plan` for `a` (src: what it reads
 // as this rank's input, dst: its output), from the next barrier epoch or LL

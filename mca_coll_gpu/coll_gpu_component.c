@@ -330,6 +330,12 @@ static const gpu_param_t gpu_params[] = {
      .help = "Thread blocks of resident kernels, and of every call up to resident_max_bytes "
              "(the same for all sizes, so that one kernel serves them; equal on all ranks), but for "
              "LL calls of up to 8 KiB, which take one block"},
+    {.name = "resident_early", CFG_INT(resident_early), .level = OPAL_INFO_LVL_6, .def.i = 1,
+     .help = "With resident_us set: 1 (default) posts a blocking LL call (up to ll_max_bytes) to "
+             "the running resident kernel before the ranks agree on it, so that the agreement "
+             "overlaps the call's trip to the GPU; where the agreement fails (a rank with host "
+             "buffers, arguments that differ) the call is taken back and ends as it would have. "
+             "0: posted after the agreement"},
     {.name = "timeout_ms", CFG_INT(timeout_ms), .level = OPAL_INFO_LVL_5, .def.i = GPUCOLL_DEFAULT_TIMEOUT_MS,
      .help = "Debugging only: longest wait (ms) for another rank before a collective fails with an error. 0 "
              "(default): no bound, as MPI requires (a rank may arrive any time later); a wait still ends, with an "

@@ -5,7 +5,7 @@ out=$("$1" --param coll gpu --level 9 2>&1) || { echo "$out"; exit 1; }
 echo "$out"
 for p in priority verbose enable select_without_gpu stage_host_buffers path allreduce_algorithm oneshot_max_bytes scratch_bytes \
          staging_cache_bytes staging_pinned_max_bytes max_peers max_blocks busy_max_blocks thread_calls threads_per_block timeout_ms direct_min_bytes window_move_min_bytes auto_windows ipc_cache_entries ipc_cache_bytes \
-         block_bytes shared_gpu hier_min_bytes direct_style resident_us resident_max_bytes resident_blocks ll_max_bytes \
+         block_bytes shared_gpu hier_min_bytes direct_style resident_us resident_max_bytes resident_blocks resident_early ll_max_bytes \
          virtual_node_size inter_path ucx_device_path ucx_chunk_bytes ucx_pipeline_depth ucx_net_devices order kernel_launch stream_priority \
          reduce_algorithm bcast_algorithm allgather_algorithm reduce_scatter_block_algorithm alltoall_algorithm \
          user_op_symbols; do

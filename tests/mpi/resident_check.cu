@@ -7,8 +7,14 @@
  *    leaving;
  *  - datatype, op, collective and size change from call to call (another
  *    kernel, or a call above resident_max_bytes on the launch path);
- *  - in place, where running a call twice would reduce twice.
- * Every result is checked on the host. Exits 77 without a GPU. */
+ *  - in place, where running a call twice would reduce twice;
+ *  - now and then one rank's buffers in host memory while its peers' are on
+ *    the GPU (a valid call that the peers may have posted to their kernels
+ *    before the ranks agreed: coll_gpu_resident_early), and the calls after.
+ * Every result is checked on the host. Exits 77 without a GPU.
+ *
+ *   resident_check [ROUNDS [RESIDENT_US [shared]]]
+ * shared: ranks may share a GPU (run them as MPS clients). */
 #include <mpi.h>
 #include <cuda_runtime.h>
 
@@ -60,6 +66,43 @@ template <class T> T expect_of(Kind kind, int nranks, int round, size_t i, int r
     return acc;
 }
 
+template <class T> long check_out(Kind kind, size_t n, bool in_place, bool pending, int round, int rank, int nranks,
+                                  const T *host)
+{
+    long wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        T want = expect_of<T>(kind, nranks, round, i, round % nranks);
+        if (host[i] != want) {
+            if (wrong < 3)
+                fprintf(stderr, "rank %d round %d kind %d n %zu in_place %d pending %d: [%zu] = %g, want %g\n", rank,
+                        round, (int)kind, n, (int)in_place, (int)pending, i, (double)host[i], (double)want);
+            wrong++;
+        }
+    }
+    return wrong;
+}
+
+void call(Kind kind, MPI_Datatype type, MPI_Op op, size_t n, bool in_place, int root, void *in, void *out)
+{
+    if (kind == BcastInt) MPI_Bcast(out, (int)n, type, root, MPI_COMM_WORLD);
+    else MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, (int)n, type, op, MPI_COMM_WORLD);
+}
+
+// The call with this rank's buffers in host memory (hin, hout).
+template <class T>
+long host_call(Kind kind, MPI_Datatype type, MPI_Op op, size_t n, bool in_place, int round, int rank, int nranks,
+               T *hin, T *hout)
+{
+    int root = round % nranks;
+    T *target = (in_place || kind == BcastInt) ? hout : hin;
+    for (size_t i = 0; i < n; i++) {
+        hout[i] = 0;
+        if (kind != BcastInt || rank == root) target[i] = (T)value_of(rank, round, i);
+    }
+    call(kind, type, op, n, in_place, root, hin, hout);
+    return check_out<T>(kind, n, in_place, false, round, rank, nranks, hout);
+}
+
 // One call: fill (slowly, or at once and synchronised), call, check.
 template <class T>
 long one_call(Kind kind, MPI_Datatype type, MPI_Op op, size_t n, bool in_place, bool pending, int round, int rank,
@@ -77,20 +120,17 @@ long one_call(Kind kind, MPI_Datatype type, MPI_Op op, size_t n, bool in_place, 
     } else {
         cudaMemset(out, 0, n * sizeof(T));
     }
-    if (kind == BcastInt) MPI_Bcast(out, (int)n, type, root, MPI_COMM_WORLD);
-    else MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, (int)n, type, op, MPI_COMM_WORLD);
+    call(kind, type, op, n, in_place, root, in, out);
     cudaMemcpy(host, out, n * sizeof(T), cudaMemcpyDeviceToHost);
-    long wrong = 0;
-    for (size_t i = 0; i < n; i++) {
-        T want = expect_of<T>(kind, nranks, round, i, root);
-        if (host[i] != want) {
-            if (wrong < 3)
-                fprintf(stderr, "rank %d round %d kind %d n %zu in_place %d pending %d: [%zu] = %g, want %g\n", rank,
-                        round, (int)kind, n, (int)in_place, (int)pending, i, (double)host[i], (double)want);
-            wrong++;
-        }
-    }
-    return wrong;
+    return check_out<T>(kind, n, in_place, pending, round, rank, nranks, host);
+}
+
+template <class T>
+long any_call(Kind kind, MPI_Datatype type, MPI_Op op, size_t n, bool in_place, bool pending, bool on_host,
+              int round, int rank, int nranks, void *in, void *out, void *host, void *hin)
+{
+    if (on_host) return host_call<T>(kind, type, op, n, in_place, round, rank, nranks, (T *)hin, (T *)host);
+    return one_call<T>(kind, type, op, n, in_place, pending, round, rank, nranks, (T *)in, (T *)out, (T *)host);
 }
 
 } // namespace
@@ -114,7 +154,8 @@ int main(int argc, char **argv)
     // A running kernel serves a call only if the next one comes within
     // resident_us; ranks that share a GPU take turns on it for milliseconds
     // each, so the kernel would always have left: the test needs a GPU per rank.
-    if (local_size > ndev) {
+    const bool shared = argc > 3 && !strcmp(argv[3], "shared");
+    if (local_size > ndev && !shared) {
         if (rank == 0) printf("%d GPUs for %d ranks: skipped\n", ndev, local_size);
         MPI_Comm_free(&node);
         MPI_Finalize();
@@ -129,7 +170,7 @@ int main(int argc, char **argv)
     const size_t max_n = (1u << 20) + 5;
     const size_t sizes[] = {1, 7, 1000, 4099, 65537, 262144, (1u << 20) + 5};
     const double gaps[] = {0, 0, 0, 0.1, 0.4, 0.8, 1.0, 1.2, 2, 6}; // x idle_us
-    void *in, *out, *host = malloc(max_n * sizeof(double));
+    void *in, *out, *host = malloc(max_n * sizeof(double)), *hin = malloc(max_n * sizeof(double));
     cudaMalloc(&in, max_n * sizeof(double));
     cudaMalloc(&out, max_n * sizeof(double));
 
@@ -144,24 +185,27 @@ int main(int argc, char **argv)
         bool in_place = kind != BcastInt && rand() % 2;
         bool pending = rand() % 4 == 0;
         int gap = (int)(gaps[rand() % (sizeof gaps / sizeof *gaps)] * idle_us);
+        // One call in eight: one rank's buffers in host memory.
+        const int host_rank = rand() % 8 == 0 ? rand() % nranks : -1;
+        const bool on_host = rank == host_rank;
         // Ranks differ in when they get here by up to `gap`.
         spin_us(rank % 2 ? gap : gap / 2);
         switch (kind) {
         case AllreduceFloatSum:
-            wrong += one_call<float>(kind, MPI_FLOAT, MPI_SUM, n, in_place, pending, round, rank, nranks, (float *)in,
-                                     (float *)out, (float *)host);
+            wrong += any_call<float>(kind, MPI_FLOAT, MPI_SUM, n, in_place, pending, on_host, round, rank, nranks, in,
+                                     out, host, hin);
             break;
         case AllreduceIntMax:
-            wrong += one_call<int>(kind, MPI_INT, MPI_MAX, n, in_place, pending, round, rank, nranks, (int *)in,
-                                   (int *)out, (int *)host);
+            wrong += any_call<int>(kind, MPI_INT, MPI_MAX, n, in_place, pending, on_host, round, rank, nranks, in, out,
+                                   host, hin);
             break;
         case AllreduceDoubleSum:
-            wrong += one_call<double>(kind, MPI_DOUBLE, MPI_SUM, n, in_place, pending, round, rank, nranks,
-                                      (double *)in, (double *)out, (double *)host);
+            wrong += any_call<double>(kind, MPI_DOUBLE, MPI_SUM, n, in_place, pending, on_host, round, rank, nranks,
+                                      in, out, host, hin);
             break;
         default:
-            wrong += one_call<int>(kind, MPI_INT, MPI_OP_NULL, n, false, pending, round, rank, nranks, (int *)in,
-                                   (int *)out, (int *)host);
+            wrong += any_call<int>(kind, MPI_INT, MPI_OP_NULL, n, false, pending, on_host, round, rank, nranks, in,
+                                   out, host, hin);
             break;
         }
         calls++;
@@ -179,6 +223,7 @@ int main(int argc, char **argv)
     cudaFree(in);
     cudaFree(out);
     free(host);
+    free(hin);
     MPI_Comm_free(&node);
     MPI_Finalize();
     return total ? 1 : 0;
