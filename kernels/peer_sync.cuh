@@ -169,10 +169,10 @@ __device__ inline size_t copy_vectors(T *dst, const T *src, size_t i, size_t ven
 
 // Element loads a thread keeps in flight where the data is not 16-byte
 // aligned (reduce_scatter or alltoall blocks of an odd count, as at 3
-// ranks): one at a time left those paths latency-bound, 4-5x slower than
-// aligned ones (one H200 under MPS, 3 ranks, 64 MiB through scratch:
-// reduce_scatter 1487 us, alltoall 3821). Eight keeps the unrolled loops
-// (one per type x op for reductions) short to compile.
+// ranks): one at a time left those paths latency-bound (one H200 under MPS,
+// 3 ranks, 64 MiB: reduce_scatter 1848 us, alltoall 3989; with eight 539
+// and 858). Eight keeps the unrolled loops (one per type x op for
+// reductions) short to compile.
 template <class T> constexpr int kScalarsInFlight = 64 / sizeof(T) < 8 ? (int)(64 / sizeof(T)) : 8;
 
 // dsts[d][i] = src[i] for d < ndst and i = i, i + stride, ... below end,
@@ -197,6 +197,46 @@ __device__ inline size_t copy_scalars(T *const *dsts, int ndst, const T *src, si
     return i;
 }
 
+// Loads of a copy a thread keeps in flight where the data is not 16-byte
+// aligned: as many bytes as copy_vectors<T, 4> where the words are 4 bytes
+// or more. (Reductions keep kScalarsInFlight: their loops are compiled once
+// per type and op.)
+template <class T> constexpr int kCopiesInFlight = 64 / sizeof(T) < 16 ? (int)(64 / sizeof(T)) : 16;
+
+// copy_scalars of elements [begin, end) in words of W, which both ends are
+// aligned to, then the bytes past the last whole word.
+template <class W, class T>
+__device__ inline void copy_words(T *const *dsts, int ndst, const T *src, size_t begin, size_t end)
+{
+    const size_t words = (end - begin) * sizeof(T) / sizeof(W);
+    W *wd[kMaxPeers];
+#pragma unroll
+    for (int d = 0; d < kMaxPeers; d++) wd[d] = d < ndst ? reinterpret_cast<W *>(dsts[d] + begin) : nullptr;
+    copy_scalars<W, kCopiesInFlight<W>>(wd, ndst, reinterpret_cast<const W *>(src + begin), threadIdx.x, words,
+                                        blockDim.x);
+    for (size_t j = begin + words * sizeof(W) / sizeof(T) + threadIdx.x; j < end; j += blockDim.x) {
+        const T v = src[j];
+        for (int d = 0; d < ndst; d++) dsts[d][j] = v;
+    }
+}
+
+// dsts[d][i] = src[i] for i in [begin, end) where the data is not 16-byte
+// aligned. Byte moves (bcast, allgather, alltoall) whose blocks hold a
+// count of 4- or 8-byte elements are aligned to that: copied in such
+// words, not byte by byte (one H200 under MPS, 3 ranks, 64 MiB alltoall
+// at odd counts: 858 us with 8 bytes in flight per thread).
+template <class T>
+__device__ inline void copy_unaligned(T *const *dsts, int ndst, const T *src, size_t begin, size_t end)
+{
+    if constexpr (sizeof(T) < 8) {
+        uintptr_t mis = (uintptr_t)(src + begin);
+        for (int d = 0; d < ndst; d++) mis |= (uintptr_t)(dsts[d] + begin);
+        if (mis % 8 == 0) return copy_words<uint64_t>(dsts, ndst, src, begin, end);
+        if (sizeof(T) < 4 && mis % 4 == 0) return copy_words<uint32_t>(dsts, ndst, src, begin, end);
+    }
+    copy_scalars<T, kCopiesInFlight<T>>(dsts, ndst, src, begin + threadIdx.x, end, blockDim.x);
+}
+
 // dst[i] = src[i] for this block's share of n elements of T.
 template <class T>
 __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok, size_t span = 0)
@@ -210,7 +250,7 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
         for (; i < vend; i += stride) *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
         for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) dst[j] = src[j];
     } else {
-        copy_scalars<T, kScalarsInFlight<T>>(&dst, 1, src, r.begin + threadIdx.x, r.end, blockDim.x);
+        copy_unaligned(&dst, 1, src, r.begin, r.end);
     }
 }
 
@@ -283,7 +323,8 @@ __device__ inline void copy_elems_multi(T *const *dsts, int ndst, const T *src, 
         uint4 v = *reinterpret_cast<const uint4 *>(src + i);
         for (int d = 0; d < ndst; d++) *reinterpret_cast<uint4 *>(dsts[d] + i) = v;
     }
-    copy_scalars<T, kScalarsInFlight<T>>(dsts, ndst, src, vend + threadIdx.x, r.end, blockDim.x);
+    if (!vector_ok) copy_unaligned(dsts, ndst, src, r.begin, r.end);
+    else copy_scalars<T, kScalarsInFlight<T>>(dsts, ndst, src, vend + threadIdx.x, r.end, blockDim.x);
 }
 
 // The 16-byte vectors i, i + stride, ..., i + (U-1) stride of
