@@ -167,76 +167,6 @@ __device__ inline size_t copy_vectors(T *dst, const T *src, size_t i, size_t ven
     return i;
 }
 
-// Element loads a thread keeps in flight where the data is not 16-byte
-// aligned (reduce_scatter or alltoall blocks of an odd count, as at 3
-// ranks): one at a time left those paths latency-bound (one H200 under MPS,
-// 3 ranks, 64 MiB: reduce_scatter 1848 us, alltoall 3989; with eight 539
-// and 858). Eight keeps the unrolled loops (one per type x op for
-// reductions) short to compile.
-template <class T> constexpr int kScalarsInFlight = 64 / sizeof(T) < 8 ? (int)(64 / sizeof(T)) : 8;
-
-// dsts[d][i] = src[i] for d < ndst and i = i, i + stride, ... below end,
-// U loads before their stores. Returns where it stopped.
-template <class T, int U>
-__device__ inline size_t copy_scalars(T *const *dsts, int ndst, const T *src, size_t i, size_t end, size_t stride)
-{
-    for (; i + (U - 1) * stride < end; i += U * stride) {
-        T v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) v[u] = src[i + u * stride];
-#pragma unroll
-        for (int d = 0; d < kMaxPeers; d++)
-            if (d < ndst)
-#pragma unroll
-                for (int u = 0; u < U; u++) dsts[d][i + u * stride] = v[u];
-    }
-    for (; i < end; i += stride) {
-        const T v = src[i];
-        for (int d = 0; d < ndst; d++) dsts[d][i] = v;
-    }
-    return i;
-}
-
-// Loads of a copy a thread keeps in flight where the data is not 16-byte
-// aligned: as many bytes as copy_vectors<T, 4> where the words are 4 bytes
-// or more. (Reductions keep kScalarsInFlight: their loops are compiled once
-// per type and op.)
-template <class T> constexpr int kCopiesInFlight = 64 / sizeof(T) < 16 ? (int)(64 / sizeof(T)) : 16;
-
-// copy_scalars of elements [begin, end) in words of W, which both ends are
-// aligned to, then the bytes past the last whole word.
-template <class W, class T>
-__device__ inline void copy_words(T *const *dsts, int ndst, const T *src, size_t begin, size_t end)
-{
-    const size_t words = (end - begin) * sizeof(T) / sizeof(W);
-    W *wd[kMaxPeers];
-#pragma unroll
-    for (int d = 0; d < kMaxPeers; d++) wd[d] = d < ndst ? reinterpret_cast<W *>(dsts[d] + begin) : nullptr;
-    copy_scalars<W, kCopiesInFlight<W>>(wd, ndst, reinterpret_cast<const W *>(src + begin), threadIdx.x, words,
-                                        blockDim.x);
-    for (size_t j = begin + words * sizeof(W) / sizeof(T) + threadIdx.x; j < end; j += blockDim.x) {
-        const T v = src[j];
-        for (int d = 0; d < ndst; d++) dsts[d][j] = v;
-    }
-}
-
-// dsts[d][i] = src[i] for i in [begin, end) where the data is not 16-byte
-// aligned. Byte moves (bcast, allgather, alltoall) whose blocks hold a
-// count of 4- or 8-byte elements are aligned to that: copied in such
-// words, not byte by byte (one H200 under MPS, 3 ranks, 64 MiB alltoall
-// at odd counts: 858 us with 8 bytes in flight per thread).
-template <class T>
-__device__ inline void copy_unaligned(T *const *dsts, int ndst, const T *src, size_t begin, size_t end)
-{
-    if constexpr (sizeof(T) < 8) {
-        uintptr_t mis = (uintptr_t)(src + begin);
-        for (int d = 0; d < ndst; d++) mis |= (uintptr_t)(dsts[d] + begin);
-        if (mis % 8 == 0) return copy_words<uint64_t>(dsts, ndst, src, begin, end);
-        if (sizeof(T) < 4 && mis % 4 == 0) return copy_words<uint32_t>(dsts, ndst, src, begin, end);
-    }
-    copy_scalars<T, kCopiesInFlight<T>>(dsts, ndst, src, begin + threadIdx.x, end, blockDim.x);
-}
-
 // dst[i] = src[i] for this block's share of n elements of T.
 template <class T>
 __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok, size_t span = 0)
@@ -250,7 +180,7 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
         for (; i < vend; i += stride) *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
         for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) dst[j] = src[j];
     } else {
-        copy_unaligned(&dst, 1, src, r.begin, r.end);
+        for (size_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
     }
 }
 
@@ -323,8 +253,10 @@ __device__ inline void copy_elems_multi(T *const *dsts, int ndst, const T *src, 
         uint4 v = *reinterpret_cast<const uint4 *>(src + i);
         for (int d = 0; d < ndst; d++) *reinterpret_cast<uint4 *>(dsts[d] + i) = v;
     }
-    if (!vector_ok) copy_unaligned(dsts, ndst, src, r.begin, r.end);
-    else copy_scalars<T, kScalarsInFlight<T>>(dsts, ndst, src, vend + threadIdx.x, r.end, blockDim.x);
+    for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) {
+        T v = src[j];
+        for (int d = 0; d < ndst; d++) dsts[d][j] = v;
+    }
 }
 
 // The 16-byte vectors i, i + stride, ..., i + (U-1) stride of
@@ -369,37 +301,6 @@ __device__ inline size_t reduce_vectors(T *const *dsts, int ndst, T *const *srcs
     return i;
 }
 
-// reduce_vectors for data that is not 16-byte aligned: elements i, i +
-// stride, ..., i + (U-1) stride, all U x nsrc loads before the first
-// reduction (kScalarsInFlight says why). Returns where it stopped.
-template <class T, class Op, int S, int U>
-__device__ inline size_t reduce_scalars(T *const *dsts, int ndst, T *const *srcs, int nsrc, size_t i, size_t end,
-                                        size_t stride)
-{
-    using A = Acc<T>;
-    using AT = typename A::type;
-    for (; i + (U - 1) * stride < end; i += U * stride) {
-        T in[U][S];
-#pragma unroll
-        for (int u = 0; u < U; u++)
-#pragma unroll
-            for (int j = 0; j < S; j++)
-                if (j < nsrc) in[u][j] = srcs[j][i + u * stride];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            AT acc = A::load(in[u][0]);
-#pragma unroll
-            for (int j = 1; j < S; j++)
-                if (j < nsrc) acc = Op::apply(acc, A::load(in[u][j]));
-            const T out = A::store(acc);
-#pragma unroll
-            for (int d = 0; d < kMaxPeers; d++)
-                if (d < ndst) dsts[d][i + u * stride] = out;
-        }
-    }
-    return i;
-}
-
 // dsts[d][i] = op over j of srcs[j][i] for every d < ndst, this block's
 // share of n elements. Accumulates in Acc<T>::type, in rank order, and
 // rounds once. Each element is read from every source before it is written
@@ -420,11 +321,7 @@ __device__ inline void reduce_elems_multi(T *const *dsts, int ndst, T *const *sr
     if (nsrc <= 2) i = reduce_vectors<T, Op, 2, 4>(dsts, ndst, srcs, nsrc, i, vend, stride);
     else if (nsrc <= 4) i = reduce_vectors<T, Op, 4, 2>(dsts, ndst, srcs, nsrc, i, vend, stride);
     reduce_vectors<T, Op, kMaxPeers, 1>(dsts, ndst, srcs, nsrc, i, vend, stride);
-    size_t j = vend + threadIdx.x;
-    constexpr int U = kScalarsInFlight<T>;
-    if (nsrc <= 2) j = reduce_scalars<T, Op, 2, (U >= 2 ? U / 2 : 1)>(dsts, ndst, srcs, nsrc, j, r.end, blockDim.x);
-    else if (nsrc <= 4) j = reduce_scalars<T, Op, 4, (U >= 4 ? U / 4 : 1)>(dsts, ndst, srcs, nsrc, j, r.end, blockDim.x);
-    for (; j < r.end; j += blockDim.x) {
+    for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) {
         AT acc = A::load(srcs[0][j]);
         for (int k = 1; k < nsrc; k++) acc = Op::apply(acc, A::load(srcs[k][j]));
         T out = A::store(acc);

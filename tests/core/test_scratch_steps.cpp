@@ -228,7 +228,7 @@ void check_algo(PeerAlgo algo, const char *what)
         // still in the call before.
         for (size_t bytes : {(size_t)1, (size_t)100, kHalf, 5 * kHalf + 48, 9 * kHalf + 7})
             for (int root = 0; root < n; root++)
-                // 4 and 8: copied in words of that size (copy_unaligned); 3: bytes.
+                // Not 16-byte aligned: copied byte by byte.
                 for (size_t offset : {(size_t)0, (size_t)3, (size_t)4, (size_t)8})
                     check_bcasts(n, {{algo, bytes, root, offset}}, what);
         std::vector<Call> seq;
