@@ -20,10 +20,10 @@ uint64_t kernel_key(const PeerArgs &k, gpucoll_dtype_t dtype, gpucoll_op_t op, i
 
 } // namespace
 
-bool ResidentKernel::all_done(int blocks) const
+bool ResidentKernel::all_done(const Call &c) const
 {
-    for (int b = 0; b < blocks; b++)
-        if (__atomic_load_n(&mb_->done[b], __ATOMIC_ACQUIRE) < seq_) return false;
+    for (int b = 0; b < c.blocks; b++)
+        if (__atomic_load_n(&mb_->done[b], __ATOMIC_ACQUIRE) < c.seq()) return false;
     return true;
 }
 
@@ -36,7 +36,8 @@ gpucoll_status_t ResidentKernel::init()
     // application's work on the legacy default stream.
     if ((e = create_coll_stream(&stream_, gpuStreamNonBlocking)) != gpuSuccess)
         return gpu_error("creating the resident kernels' stream", e);
-    if ((e = gpuEventCreateWithFlags(&user_work_, gpuEventDisableTiming)) != gpuSuccess)
+    if ((e = gpuEventCreateWithFlags(&user_work_, gpuEventDisableTiming)) != gpuSuccess ||
+        (e = gpuEventCreateWithFlags(&served_, gpuEventDisableTiming)) != gpuSuccess)
         return gpu_error("creating an event", e);
     return GPUCOLL_SUCCESS;
 }
@@ -90,9 +91,11 @@ void ResidentKernel::release()
         gpuStreamDestroy(stream_);
     }
     if (user_work_) gpuEventDestroy(user_work_);
+    if (served_) gpuEventDestroy(served_);
     if (mb_) gpuFreeHost(mb_);
     stream_ = nullptr;
     user_work_ = nullptr;
+    served_ = nullptr;
     mb_ = nullptr;
 }
 
@@ -117,7 +120,7 @@ gpucoll_status_t ResidentKernel::launch(Call &c, bool after_user_work)
     live_ = true;
     key_ = c.key;
     base_ = c.k;
-    launched++;
+    (c.queued ? queued_launched : launched)++;
     return GPUCOLL_SUCCESS;
 }
 
@@ -129,7 +132,7 @@ gpucoll_status_t ResidentKernel::relaunch(Call &c)
     live_ = false;
     if (!c.resident) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a launched kernel ended without its call done");
     c.resident = false;
-    reused--;
+    (c.queued ? queued_reused : reused)--;
     return launch(c, false);
 }
 
@@ -149,7 +152,7 @@ gpucoll_status_t ResidentKernel::start(PeerArgs k, gpucoll_dtype_t dtype, gpucol
     // idle may a kernel that is already running read this call's input.
     const bool user_idle = !ordered || gpuStreamQuery(0) == gpuSuccess;
     c->queried = Clock::now();
-    query_s += std::chrono::duration<double>(c->queried - begun).count();
+    if (!c->queued) query_s += std::chrono::duration<double>(c->queried - begun).count();
     c->key = kernel_key(k, dtype, op, blocks, threads);
     c->dtype = dtype;
     c->op = op;
@@ -168,7 +171,7 @@ gpucoll_status_t ResidentKernel::start(PeerArgs k, gpucoll_dtype_t dtype, gpucol
                   encode_resident_call(k, gen_, seq_, words);
     if (c->resident) {
         post_words(words);
-        reused++;
+        (c->queued ? queued_reused : reused)++;
     } else {
         retire();
         gpucoll_status_t st = launch(*c, ordered && !user_idle);
@@ -182,31 +185,84 @@ gpucoll_status_t ResidentKernel::start(PeerArgs k, gpucoll_dtype_t dtype, gpucol
     return GPUCOLL_SUCCESS;
 }
 
+bool ResidentKernel::poll(Call &c, unsigned spin, gpucoll_status_t *st)
+{
+    *st = GPUCOLL_SUCCESS;
+    if (all_done(c)) {
+        // (A queued call's end is seen when the caller tests: no time of the call.)
+        if (!c.queued)
+            (c.resident ? reused_s : launched_s) += std::chrono::duration<double>(Clock::now() - c.queried).count();
+        if (c.k.resident.timed) add_stamps();
+        return true;
+    }
+    if (spin % 1024) return false;
+    gpuError_t e = gpuStreamQuery(stream_);
+    if (e == gpuSuccess) {
+        if (all_done(c)) return true;
+        return (*st = relaunch(c)) != GPUCOLL_SUCCESS;
+    }
+    if (e != gpuErrorNotReady) {
+        live_ = false;
+        *st = gpu_error("resident kernel", e);
+        return true;
+    }
+    if (c.timeout_ms > 0 && Clock::now() > c.queried + std::chrono::milliseconds(c.timeout_ms)) {
+        retire();
+        *st = gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a resident kernel did not finish its call within %d ms",
+                           c.timeout_ms);
+        return true;
+    }
+    return false;
+}
+
 gpucoll_status_t ResidentKernel::finish(Call &c)
 {
-    const auto deadline = c.queried + std::chrono::milliseconds(c.timeout_ms);
     gpucoll_status_t st;
-    for (unsigned spin = 1;; spin++) {
-        if (all_done(c.blocks)) {
-            (c.resident ? reused_s : launched_s) += std::chrono::duration<double>(Clock::now() - c.queried).count();
-            if (c.k.resident.timed) add_stamps();
-            return GPUCOLL_SUCCESS;
-        }
-        if (spin % 1024) continue;
-        gpuError_t e = gpuStreamQuery(stream_);
-        if (e == gpuSuccess) {
-            if (all_done(c.blocks)) return GPUCOLL_SUCCESS;
-            if ((st = relaunch(c)) != GPUCOLL_SUCCESS) return st;
-        } else if (e != gpuErrorNotReady) {
-            live_ = false;
-            return gpu_error("resident kernel", e);
-        }
-        if (c.timeout_ms > 0 && Clock::now() > deadline) {
-            retire();
-            return gpucoll_fail(GPUCOLL_ERR_TIMEOUT, "a resident kernel did not finish its call within %d ms",
-                                c.timeout_ms);
-        }
+    for (unsigned spin = 1;; spin++)
+        if (poll(c, spin, &st)) return st;
+}
+
+gpucoll_status_t ResidentKernel::start_queued(PeerArgs k, gpucoll_dtype_t dtype, gpucoll_op_t op, int blocks,
+                                              int threads, int idle_us, int timeout_ms, bool ordered)
+{
+    if (queued_out_) return gpucoll_fail(GPUCOLL_ERR_INTERNAL, "a resident kernel serves one queued call at a time");
+    queued_.queued = true;
+    gpucoll_status_t st = start(k, dtype, op, blocks, threads, idle_us, timeout_ms, ordered, false, &queued_);
+    queued_out_ = st == GPUCOLL_SUCCESS;
+    return st;
+}
+
+bool ResidentKernel::queued_over(unsigned spin, gpucoll_status_t *st)
+{
+    if (queued_out_) {
+        if (!poll(queued_, spin, st)) return false;
+        queued_out_ = false;
+        if (*st != GPUCOLL_SUCCESS) queued_failed_ = *st;
     }
+    *st = queued_failed_;
+    return true;
+}
+
+gpucoll_status_t ResidentKernel::order_before(gpuStream_t s)
+{
+    // A posted call that the kernel has not taken may never be: it may have
+    // left just before. Wait for one or the other (no peer involved).
+    for (unsigned spin = 1; queued_out_ && queued_.resident; spin++) {
+        if (all_done(queued_) || __atomic_load_n(&mb_->taken, __ATOMIC_ACQUIRE) >= queued_.seq()) break;
+        if (spin % 64) continue;
+        gpuError_t e = gpuStreamQuery(stream_);
+        if (e == gpuErrorNotReady) continue;
+        if (all_done(queued_) || __atomic_load_n(&mb_->taken, __ATOMIC_ACQUIRE) >= queued_.seq()) break;
+        gpucoll_status_t st = e == gpuSuccess ? relaunch(queued_) : gpu_error("resident kernel", e);
+        if (st != GPUCOLL_SUCCESS) return queued_out_ = false, queued_failed_ = st;
+        break;
+    }
+    retire();
+    if (!queued_out_ || all_done(queued_)) return GPUCOLL_SUCCESS;
+    gpuError_t e;
+    if ((e = gpuEventRecord(served_, stream_)) != gpuSuccess || (e = gpuStreamWaitEvent(s, served_, 0)) != gpuSuccess)
+        return gpu_error("ordering after a resident kernel's call", e);
+    return GPUCOLL_SUCCESS;
 }
 
 gpucoll_status_t ResidentKernel::withdraw(Call &c)
@@ -217,7 +273,7 @@ gpucoll_status_t ResidentKernel::withdraw(Call &c)
     // way. One that has neither after a while is told to leave.
     const auto since = Clock::now();
     for (unsigned spin = 1;; spin++) {
-        if (all_done(c.blocks)) return GPUCOLL_SUCCESS;
+        if (all_done(c)) return GPUCOLL_SUCCESS;
         if (spin % 1024) continue;
         gpuError_t e = gpuStreamQuery(stream_);
         if (e == gpuSuccess) { // it had left before the call came: nothing ran

@@ -208,19 +208,20 @@ namespace {
 
 void print_timing(const gpucoll_team *t)
 {
-    if (config().verbose < 20 || !t->timing.calls) return;
+    const ResidentKernel &r = t->resident;
+    if (config().verbose < 20 || !(t->timing.calls || r.queued_reused + r.queued_launched)) return;
     const auto &tm = t->timing;
     double n = (double)tm.calls / 1e6; // seconds per call -> us
-    fprintf(stderr,
-            "coll:gpu: rank %d: %llu peer-path calls, mean us: verdict %.2f, agreement %.2f, launch %.2f, "
-            "kernel+wait %.2f\n",
-            t->rank, (unsigned long long)tm.calls, tm.verdict / n, tm.agree / n, tm.launch / n, tm.wait / n);
+    if (tm.calls)
+        fprintf(stderr,
+                "coll:gpu: rank %d: %llu peer-path calls, mean us: verdict %.2f, agreement %.2f, launch %.2f, "
+                "kernel+wait %.2f\n",
+                t->rank, (unsigned long long)tm.calls, tm.verdict / n, tm.agree / n, tm.launch / n, tm.wait / n);
     if (tm.early + tm.taken_back)
         fprintf(stderr,
                 "coll:gpu: rank %d: %llu calls posted to a resident kernel before the agreement, %llu of them "
                 "taken back\n",
                 t->rank, (unsigned long long)(tm.early + tm.taken_back), (unsigned long long)tm.taken_back);
-    const ResidentKernel &r = t->resident;
     if (r.reused + r.launched)
         fprintf(stderr,
                 "coll:gpu: rank %d: resident kernels: %llu calls served by a running kernel (mean %.2f us), "
@@ -228,6 +229,11 @@ void print_timing(const gpucoll_team *t)
                 t->rank, (unsigned long long)r.reused, r.reused ? r.reused_s * 1e6 / r.reused : 0.0,
                 (unsigned long long)r.launched, r.launched ? r.launched_s * 1e6 / r.launched : 0.0,
                 r.query_s * 1e6 / (double)(r.reused + r.launched));
+    if (r.queued_reused + r.queued_launched)
+        fprintf(stderr,
+                "coll:gpu: rank %d: resident kernels: %llu nonblocking or persistent calls served by a running "
+                "kernel, %llu launched\n",
+                t->rank, (unsigned long long)r.queued_reused, (unsigned long long)r.queued_launched);
     if (r.timed_calls)
         fprintf(stderr,
                 "coll:gpu: rank %d: resident kernels, GPU side of the calls served (mean us): call seen to work "

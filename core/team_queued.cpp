@@ -151,6 +151,7 @@ struct gpucoll_plan {
     uint64_t qseq = 0;       // the latest launch's number among the team's queued calls (post_queued_call)
     unsigned polls = 0;      // tests of the latest launch (launch_over)
     bool running = false, launched = false;
+    bool on_resident = false; // the latest launch went to the team's resident kernel
     gpucoll_status_t status = GPUCOLL_SUCCESS; // of the latest launch that ended
     PeerAlgo ran{};
     // Persistent plans whose buffers the peers may map (slot >= 0): the
@@ -418,6 +419,41 @@ PeerArgs launch_args(gpucoll_plan *p, const Plan &plan)
     return k;
 }
 
+// Whether a launch of `plan` goes to the team's resident kernel instead of
+// the queue's stream: a small LL call, with nothing else of this rank's
+// queue in flight (the kernel serves one queued call at a time, and no
+// queued kernel of the team may run beside it) and no copy into a stand-in
+// to wait for. Each rank decides alone: whichever kernel serves a call, it
+// runs the same steps with the same flag.
+bool resident_takes(const gpucoll_plan *p, const Plan &plan, bool copied_in)
+{
+    const gpucoll_team *t = p->team;
+    return !copied_in && t->resident.ready() && !t->resident.queued_out() && is_ll(plan.algo) &&
+           resident_serves(plan, gpucoll_dtype_size(p->a.dtype), t->size, config()) &&
+           __atomic_load_n(t->kernels_done, __ATOMIC_ACQUIRE) >= t->kernels_launched;
+}
+
+// The launch on the resident kernel: it reports its end in the mailbox,
+// not in the team's done word (whose value changes at every launch, which
+// would keep any running kernel from taking the call).
+gpucoll_status_t launch_resident(gpucoll_plan *p, PeerArgs k, const Plan &plan)
+{
+    gpucoll_team *t = p->team;
+    const gpucoll_config_t &cfg = config();
+    k.done_word = nullptr;
+    k.done_value = 0;
+    p->qseq = post_queued_call(t, p->a);
+    gpucoll_status_t st = t->resident.start_queued(k, p->a.dtype, p->a.op, p->blocks, cfg.threads_per_block,
+                                                   cfg.resident_us, cfg.timeout_ms,
+                                                   cfg.order == GPUCOLL_ORDER_AFTER_DEFAULT_STREAM);
+    if (st != GPUCOLL_SUCCESS) return abandon_call(t, st);
+    kernels_queued(+1);
+    p->running = p->launched = p->on_resident = true;
+    p->ran = plan.algo;
+    t->queued_undrained++;
+    return GPUCOLL_SUCCESS;
+}
+
 gpucoll_status_t plan_launch_body(gpucoll_plan *p)
 {
     gpucoll_team *t = p->team;
@@ -427,7 +463,6 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
         return gpucoll_fail(GPUCOLL_ERR_PEER,
                             "an earlier peer kernel of this communicator failed; its GPU path is out of step");
     DeviceGuard g(t->device);
-    t->resident.retire(); // it would hold SMs this kernel may need
     // Copies on the legacy default stream: ordered after the caller's work
     // there, and never behind our queue (its stream does not wait for that
     // one); the kernel is ordered after them below.
@@ -452,8 +487,14 @@ gpucoll_status_t plan_launch_body(gpucoll_plan *p)
         blocks = p->no_ll_blocks;
     }
     PeerArgs k = launch_args(p, *plan);
+    p->polls = 0;
+    p->on_resident = false;
+    if (resident_takes(p, *plan, copied_in)) return launch_resident(p, k, *plan);
     p->done_value = k.done_value;
     blocks = with_windows(p, *plan, blocks, &k);
+    // The resident kernel would hold SMs this kernel may need; a queued
+    // call it serves must be over on this GPU before this kernel starts.
+    if ((st = t->resident.order_before(t->queued_stream)) != GPUCOLL_SUCCESS) return abandon_call(t, st);
     gpuError_t e;
     // A copy into a stand-in may still be landing when the copy call returns
     // (device to device; the DMA of pageable host memory): with order none
@@ -496,6 +537,7 @@ bool reported_done(const gpucoll_plan *p)
 bool launch_over(gpucoll_plan *p, unsigned poll, gpucoll_status_t *failed)
 {
     *failed = GPUCOLL_SUCCESS;
+    if (p->on_resident) return p->team->resident.queued_over(poll + 1, failed);
     if (reported_done(p)) return true;
     if (poll % 64 != 63) return false;
     gpuError_t e = gpuStreamQuery(p->team->queued_stream);
@@ -538,11 +580,15 @@ gpucoll_status_t gpucoll::drain_queued(gpucoll_team *t)
 {
     if (!t->queued_undrained || !t->queued_stream) return GPUCOLL_SUCCESS;
     DeviceGuard g(t->device);
+    gpucoll_status_t resident = GPUCOLL_SUCCESS;
+    unsigned spin = 0;
     gpucoll_status_t st = wait_until(t, t->progress, "this rank's queued collectives to end", [&] {
         settle_queued_keys(t); // a mismatch stops the kernels
-        return __atomic_load_n(t->kernels_done, __ATOMIC_ACQUIRE) >= t->kernels_launched ||
-               gpuStreamQuery(t->queued_stream) != gpuErrorNotReady;
+        return t->resident.queued_over(++spin, &resident) &&
+               (__atomic_load_n(t->kernels_done, __ATOMIC_ACQUIRE) >= t->kernels_launched ||
+                gpuStreamQuery(t->queued_stream) != gpuErrorNotReady);
     });
+    if (st == GPUCOLL_SUCCESS) st = resident;
     if (st == GPUCOLL_SUCCESS) t->queued_undrained = 0;
     return st;
 }

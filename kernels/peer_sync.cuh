@@ -167,6 +167,61 @@ __device__ inline size_t copy_vectors(T *dst, const T *src, size_t i, size_t ven
     return i;
 }
 
+// Loads a thread keeps in flight where a copy or reduction is not 16-byte
+// aligned (blocks of an odd count, as reduce_scatter, allgather and alltoall
+// have at 3 ranks): one at a time left those paths latency-bound (one H200
+// under MPS, 3 ranks, 64 MiB: alltoall 3989 us byte by byte, 858 in words
+// with eight in flight; reduce_scatter 1848 and 539).
+constexpr int kUnalignedInFlight = 8;
+
+// dsts[d][i] = src[i] for d < ndst and i = i, i + stride, ... below end,
+// kUnalignedInFlight loads before their stores.
+template <class W>
+__device__ inline void copy_words(W *const *dsts, int ndst, const W *src, size_t i, size_t end, size_t stride)
+{
+    constexpr int U = kUnalignedInFlight;
+    for (; i + (U - 1) * stride < end; i += U * stride) {
+        W v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = src[i + u * stride];
+        for (int d = 0; d < ndst; d++)
+#pragma unroll
+            for (int u = 0; u < U; u++) dsts[d][i + u * stride] = v[u];
+    }
+    for (; i < end; i += stride) {
+        const W v = src[i];
+        for (int d = 0; d < ndst; d++) dsts[d][i] = v;
+    }
+}
+
+template <class W>
+__device__ inline void copy_bytes_as(char *const *dsts, int ndst, const char *src, size_t begin, size_t end)
+{
+    const size_t words = (end - begin) / sizeof(W);
+    W *wd[kMaxPeers];
+    for (int d = 0; d < ndst; d++) wd[d] = reinterpret_cast<W *>(dsts[d] + begin);
+    copy_words<W>(wd, ndst, reinterpret_cast<const W *>(src + begin), threadIdx.x, words, blockDim.x);
+    for (size_t j = begin + words * sizeof(W) + threadIdx.x; j < end; j += blockDim.x) {
+        const char v = src[j];
+        for (int d = 0; d < ndst; d++) dsts[d][j] = v;
+    }
+}
+
+// Bytes [begin, end) of src to every dsts[d] by this block's threads, in
+// the widest words (8, 4, 2 or 1 bytes) that every address allows. Not
+// inlined and not a template: one body per compilation unit serves every
+// kernel and type (inlined, the unrolled loops doubled the kernels' build).
+static __device__ __noinline__ void copy_unaligned_bytes(char *const *dsts, int ndst, const char *src, size_t begin,
+                                                         size_t end)
+{
+    uintptr_t mis = reinterpret_cast<uintptr_t>(src + begin);
+    for (int d = 0; d < ndst; d++) mis |= reinterpret_cast<uintptr_t>(dsts[d] + begin);
+    if (mis % 8 == 0) copy_bytes_as<uint64_t>(dsts, ndst, src, begin, end);
+    else if (mis % 4 == 0) copy_bytes_as<uint32_t>(dsts, ndst, src, begin, end);
+    else if (mis % 2 == 0) copy_bytes_as<uint16_t>(dsts, ndst, src, begin, end);
+    else copy_bytes_as<uint8_t>(dsts, ndst, src, begin, end);
+}
+
 // dst[i] = src[i] for this block's share of n elements of T.
 template <class T>
 __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok, size_t span = 0)
@@ -180,7 +235,8 @@ __device__ inline void copy_elems(T *dst, const T *src, size_t n, bool vector_ok
         for (; i < vend; i += stride) *reinterpret_cast<uint4 *>(dst + i) = *reinterpret_cast<const uint4 *>(src + i);
         for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) dst[j] = src[j];
     } else {
-        for (size_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
+        char *d = reinterpret_cast<char *>(dst);
+        copy_unaligned_bytes(&d, 1, reinterpret_cast<const char *>(src), r.begin * sizeof(T), r.end * sizeof(T));
     }
 }
 
@@ -253,6 +309,12 @@ __device__ inline void copy_elems_multi(T *const *dsts, int ndst, const T *src, 
         uint4 v = *reinterpret_cast<const uint4 *>(src + i);
         for (int d = 0; d < ndst; d++) *reinterpret_cast<uint4 *>(dsts[d] + i) = v;
     }
+    if (!vector_ok) {
+        char *bd[kMaxPeers];
+        for (int d = 0; d < ndst; d++) bd[d] = reinterpret_cast<char *>(dsts[d]);
+        copy_unaligned_bytes(bd, ndst, reinterpret_cast<const char *>(src), r.begin * sizeof(T), r.end * sizeof(T));
+        return;
+    }
     for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) {
         T v = src[j];
         for (int d = 0; d < ndst; d++) dsts[d][j] = v;
@@ -301,6 +363,56 @@ __device__ inline size_t reduce_vectors(T *const *dsts, int ndst, T *const *srcs
     return i;
 }
 
+// The elements i, i + stride, ... of reduce_elems_multi below end that are
+// not in whole 16-byte vectors: U elements of each of up to S sources
+// loaded before the first reduction (kUnalignedInFlight says why). Returns
+// where it stopped.
+template <class T, class Op, int S, int U>
+__device__ inline size_t reduce_scalars(T *const *dsts, int ndst, T *const *srcs, int nsrc, size_t i, size_t end,
+                                        size_t stride)
+{
+    using A = Acc<T>;
+    using AT = typename A::type;
+    for (; i + (U - 1) * stride < end; i += U * stride) {
+        T in[U][S];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int j = 0; j < S; j++)
+                if (j < nsrc) in[u][j] = srcs[j][i + u * stride];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            AT acc = A::load(in[u][0]);
+#pragma unroll
+            for (int j = 1; j < S; j++)
+                if (j < nsrc) acc = Op::apply(acc, A::load(in[u][j]));
+            const T out = A::store(acc);
+            for (int d = 0; d < ndst; d++) dsts[d][i + u * stride] = out;
+        }
+    }
+    return i;
+}
+
+// reduce_elems_multi's elements from j (this thread's first) to end. Not
+// inlined: one body per type and op serves every kernel (copy_unaligned_bytes
+// says why).
+template <class T, class Op>
+__device__ __noinline__ void reduce_unaligned(T *const *dsts, int ndst, T *const *srcs, int nsrc, size_t j,
+                                              size_t end)
+{
+    using A = Acc<T>;
+    using AT = typename A::type;
+    constexpr int U = kUnalignedInFlight;
+    if (nsrc <= 2) j = reduce_scalars<T, Op, 2, U / 2>(dsts, ndst, srcs, nsrc, j, end, blockDim.x);
+    else if (nsrc <= 4) j = reduce_scalars<T, Op, 4, U / 4>(dsts, ndst, srcs, nsrc, j, end, blockDim.x);
+    for (; j < end; j += blockDim.x) {
+        AT acc = A::load(srcs[0][j]);
+        for (int k = 1; k < nsrc; k++) acc = Op::apply(acc, A::load(srcs[k][j]));
+        const T out = A::store(acc);
+        for (int d = 0; d < ndst; d++) dsts[d][j] = out;
+    }
+}
+
 // dsts[d][i] = op over j of srcs[j][i] for every d < ndst, this block's
 // share of n elements. Accumulates in Acc<T>::type, in rank order, and
 // rounds once. Each element is read from every source before it is written
@@ -311,8 +423,6 @@ template <class T, class Op>
 __device__ inline void reduce_elems_multi(T *const *dsts, int ndst, T *const *srcs, int nsrc, size_t n,
                                           bool vector_ok, size_t span = 0)
 {
-    using A = Acc<T>;
-    using AT = typename A::type;
     constexpr size_t V = 16 / sizeof(T);
     Range r = block_range(n, V, span);
     size_t vend = vector_ok ? r.begin + (r.end - r.begin) / V * V : r.begin;
@@ -321,12 +431,7 @@ __device__ inline void reduce_elems_multi(T *const *dsts, int ndst, T *const *sr
     if (nsrc <= 2) i = reduce_vectors<T, Op, 2, 4>(dsts, ndst, srcs, nsrc, i, vend, stride);
     else if (nsrc <= 4) i = reduce_vectors<T, Op, 4, 2>(dsts, ndst, srcs, nsrc, i, vend, stride);
     reduce_vectors<T, Op, kMaxPeers, 1>(dsts, ndst, srcs, nsrc, i, vend, stride);
-    for (size_t j = vend + threadIdx.x; j < r.end; j += blockDim.x) {
-        AT acc = A::load(srcs[0][j]);
-        for (int k = 1; k < nsrc; k++) acc = Op::apply(acc, A::load(srcs[k][j]));
-        T out = A::store(acc);
-        for (int d = 0; d < ndst; d++) dsts[d][j] = out;
-    }
+    if (vend + threadIdx.x < r.end) reduce_unaligned<T, Op>(dsts, ndst, srcs, nsrc, vend + threadIdx.x, r.end);
 }
 
 // dst[i] (and dst2[i], if given) = op over j of srcs[j][i].

@@ -97,6 +97,7 @@ __device__ inline bool poll_call(const Residency &r, uint64_t seq, PeerArgs *cmd
             if (v == kResidentTake) {
                 apply_resident_call(w, seq, cmd);
                 cmd->resident.seen_ns = r.timed ? gpu_global_timer_ns() : 0;
+                reinterpret_cast<volatile ResidentMailbox *>(r.mailbox)->taken = seq;
             }
             verdict = v;
         }

@@ -93,11 +93,15 @@ __host__ __device__ inline void apply_resident_call(const uint64_t w[kResidentCa
 // `withdrawn`: the number of a call the host takes back (posted before the
 // agreement, which failed); its blocks stop waiting for peers and report it
 // done (call_withdrawn).
+// `taken`: the number of the last call block 0 took from `call`, so that
+// the host knows a posted call will be served before it queues other work
+// behind the kernel (ResidentKernel::order_before).
 struct alignas(64) ResidentMailbox {
     uint64_t call[kResidentCallWords];
     uint64_t done[kMaxBlocks];
     uint64_t stamps[8];
     uint64_t withdrawn;
+    uint64_t taken;
 };
 
 // Whether the host took call `seq` back. Read over the bus: the waits ask
