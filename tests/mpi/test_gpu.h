@@ -3,6 +3,8 @@
 #define COLL_GPU_TEST_GPU_H
 
 #include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
 #include <mpi.h>
 
 /* Collective over MPI_COMM_WORLD. Makes current, and returns, the GPU of this
@@ -55,10 +57,23 @@ static inline void test_mem_free(int on_device, void *p)
     if (on_device) cudaFree(p);
     else free(p);
 }
+/* Whether the ranks run under coll_gpu_order none (mpirun --mca sets the
+ * variable): the caller then promises buffers complete on the device before
+ * each call, which a cudaMemcpy from pageable memory is not when it returns
+ * (the DMA from its staging buffer may still be on the way). */
+static inline int test_order_none(void)
+{
+    const char *o = getenv("OMPI_MCA_coll_gpu_order");
+    return o && !strcmp(o, "none");
+}
 static inline void test_mem_put(int on_device, void *dst, const void *src, size_t bytes)
 {
-    if (on_device) cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
-    else memcpy(dst, src, bytes);
+    if (on_device) {
+        cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+        if (test_order_none()) cudaStreamSynchronize(0);
+    } else {
+        memcpy(dst, src, bytes);
+    }
 }
 static inline void test_mem_get(int on_device, void *dst, const void *src, size_t bytes)
 {
