@@ -25,6 +25,9 @@
 #define __global__
 #define __shared__
 #define __forceinline__ inline
+// Empty: libstdc++ spells __attribute__((__noinline__)) itself, which an
+// attribute here would break (inlining or not changes nothing on the host).
+#define __noinline__
 #define GPU_GRID_CONSTANT
 
 struct kernel_host_dim3 {
