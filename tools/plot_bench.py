@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Charts from gpucoll-bench CSV files: latency and bus bandwidth against
 message size, one PNG per (collective, datatype, op, placement, ranks),
-each path (mpi = coll/gpu, staged, nccl, nccl-nosync) as one line.
+each path (mpi = coll/gpu, staged, nccl, nccl-nosync) and mode (blocking,
+nonblocking, persistent, enqueue, graph) as one line: a colour per mode,
+a line style and marker per path.
 
     python3 tools/plot_bench.py results/*.csv -o results/
 
@@ -13,12 +15,16 @@ import os
 import sys
 from collections import defaultdict
 
-STYLE = {  # path -> (label, color, marker)
-    "mpi": ("MPI (coll/gpu)", "tab:blue", "o"),
-    "staged": ("MPI staged", "tab:orange", "s"),
-    "nccl": ("NCCL (synced)", "tab:green", "^"),
-    "nccl-nosync": ("NCCL (no sync)", "tab:olive", "v"),
+STYLE = {  # path -> (label, line style, marker)
+    "mpi": ("coll/gpu", "-", "o"),
+    "staged": ("MPI staged", ":", "s"),
+    "nccl": ("NCCL synced", "--", "^"),
+    "nccl-nosync": ("NCCL no sync", "--", "v"),
+    "nccl-enqueue": ("NCCL", "--", "v"),
+    "nccl-graph": ("NCCL", "--", "D"),
 }
+MODE_COLOR = {"blocking": "tab:blue", "nonblocking": "tab:cyan", "persistent": "tab:purple",
+              "enqueue": "tab:orange", "graph": "tab:red"}
 
 
 def human(nbytes):
@@ -29,13 +35,13 @@ def human(nbytes):
 
 
 def load(files):
-    """Rows grouped by series: {(coll, dtype, op, inplace, mem, nranks): {path: [(size, lat, busbw)]}}"""
+    """Rows grouped by series: {(coll, dtype, op, inplace, mem, nranks): {(path, mode): [(size, lat, busbw, valid)]}}"""
     series = defaultdict(lambda: defaultdict(list))
     for name in files:
         with open(name, newline="") as f:
             for row in csv.DictReader(f):
                 key = (row["coll"], row["dtype"], row["op"], row["inplace"], row["mem"], int(row["nranks"]))
-                series[key][row["path"]].append(
+                series[key][(row["path"], row.get("mode") or "blocking")].append(
                     (int(row["size_bytes"]), float(row["avg_us"]), float(row["busbw_gbs"]), row["valid"]))
     return series
 
@@ -45,12 +51,15 @@ def plot(key, paths, outdir, plt):
     title = f"{coll} {dtype}{'' if op == 'none' else ' ' + op}, {'in-place' if inplace == '1' else 'out-of-place'}, " \
             f"{nranks} ranks, {mem} buffers"
     fig, (ax_lat, ax_bw) = plt.subplots(1, 2, figsize=(13, 4.8))
-    for path, points in sorted(paths.items(), key=lambda kv: list(STYLE).index(kv[0]) if kv[0] in STYLE else 99):
+    order = lambda kv: (list(STYLE).index(kv[0][0]) if kv[0][0] in STYLE else 99,
+                        list(MODE_COLOR).index(kv[0][1]) if kv[0][1] in MODE_COLOR else 99)
+    for (path, mode), points in sorted(paths.items(), key=order):
         points.sort()
-        label, color, marker = STYLE.get(path, (path, None, "x"))
+        name, style, marker = STYLE.get(path, (path, "-", "x"))
+        label, color = f"{name} {mode}", MODE_COLOR.get(mode)
         sizes = [p[0] for p in points]
-        ax_lat.plot(sizes, [p[1] for p in points], marker=marker, color=color, label=label, ms=4)
-        ax_bw.plot(sizes, [p[2] for p in points], marker=marker, color=color, label=label, ms=4)
+        ax_lat.plot(sizes, [p[1] for p in points], marker=marker, ls=style, color=color, label=label, ms=4)
+        ax_bw.plot(sizes, [p[2] for p in points], marker=marker, ls=style, color=color, label=label, ms=4)
         bad = [p for p in points if p[3] == "FAIL"]
         if bad:  # wrong results must not hide in a nice curve
             ax_lat.scatter([p[0] for p in bad], [p[1] for p in bad], s=90, facecolors="none",
