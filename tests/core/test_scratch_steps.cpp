@@ -32,63 +32,11 @@
 #include "peer_kernels.cuh"
 
 #include "kernel_host_atomics.h"
+#include "kernel_host_threads.h"
 
 using namespace gpucoll;
 
 #include "../common/check.h"
-
-namespace {
-
-class Barrier {
-public:
-    explicit Barrier(int n) : n_(n) {}
-    void wait()
-    {
-        std::unique_lock<std::mutex> lock(mu_);
-        const uint64_t gen = gen_;
-        if (++count_ == n_) {
-            count_ = 0;
-            gen_++;
-            cv_.notify_all();
-        } else {
-            cv_.wait(lock, [&] { return gen_ != gen; });
-        }
-    }
-
-private:
-    std::mutex mu_;
-    std::condition_variable cv_;
-    int n_, count_ = 0;
-    uint64_t gen_ = 0;
-};
-
-struct BlockSync {
-    Barrier bar;
-    std::atomic<int> any{0};
-    explicit BlockSync(int threads) : bar(threads) {}
-};
-thread_local BlockSync *t_block;
-
-} // namespace
-
-void __syncthreads() { t_block->bar.wait(); }
-int gpu_block_any(int predicate)
-{
-    if (predicate) t_block->any.store(1);
-    __syncthreads();
-    int r = t_block->any.load();
-    __syncthreads();
-    if (threadIdx.x == 0) t_block->any.store(0);
-    __syncthreads();
-    return r;
-}
-void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-uint64_t gpu_load_acquire_sys(const uint64_t *p)
-{
-    std::this_thread::yield(); // the waits spin; the threads that end them share two cores
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
 
 namespace {
 
@@ -125,34 +73,6 @@ struct World {
 
 unsigned char input_byte(int call, size_t i) { return (unsigned char)(call * 37 + i * 11 + (i >> 8)); }
 
-// Every GPU thread of `nranks` ranks as a std::thread, running calls
-// 0..ncalls-1 through `call(r, c)` (a kernel's code set up for rank r's
-// call c), each rank's threads all done with call c before any starts
-// c + 1 (stream order).
-template <class Fn> void run_calls_in_order(int nranks, int ncalls, Fn call)
-{
-    std::vector<std::unique_ptr<Barrier>> stream;
-    std::vector<std::unique_ptr<BlockSync>> blocks;
-    for (int r = 0; r < nranks; r++) stream.emplace_back(new Barrier(kGrid * kBlock));
-    for (int i = 0; i < nranks * (int)kGrid; i++) blocks.emplace_back(new BlockSync(kBlock));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < nranks; r++)
-        for (unsigned b = 0; b < kGrid; b++)
-            for (unsigned t = 0; t < kBlock; t++)
-                threads.emplace_back([&, r, b, t] {
-                    gridDim.x = kGrid;
-                    blockDim.x = kBlock;
-                    blockIdx.x = b;
-                    threadIdx.x = t;
-                    t_block = blocks[r * kGrid + b].get();
-                    for (int c = 0; c < ncalls; c++) {
-                        call(r, c);
-                        stream[r]->wait();
-                    }
-                });
-    for (auto &t : threads) t.join();
-}
-
 // Runs `calls` on every rank, each rank's threads all done with call c
 // before any starts c + 1; rank r's buffers for call c are bufs[r][c].
 void run(World &w, const std::vector<Call> &calls, std::vector<std::vector<std::unique_ptr<Buf>>> &bufs)
@@ -164,7 +84,7 @@ void run(World &w, const std::vector<Call> &calls, std::vector<std::vector<std::
         const size_t chunk = kHalf; // bytes: one area in all (areas_per_rank 0)
         e += (calls[c].bytes + chunk - 1) / chunk;
     }
-    run_calls_in_order(w.n, (int)calls.size(), [&](int r, int c) {
+    run_calls_in_order(w.n, (int)calls.size(), kGrid, kBlock, [&](int r, int c) {
         const Call &call = calls[c];
         PeerArgs a{};
         a.algo = call.algo;
@@ -429,7 +349,7 @@ void check_twoshot_sequence(int nranks)
             int32_t *in = reinterpret_cast<int32_t *>(c % 2 ? dst[r][c]->p : src[r][c]->p);
             for (size_t i = 0; i < counts[c]; i++) in[i] = allreduce_input(c, r, i);
         }
-    run_calls_in_order(nranks, ncalls, [&](int r, int c) {
+    run_calls_in_order(nranks, ncalls, kGrid, kBlock, [&](int r, int c) {
         PeerArgs a{};
         a.algo = PeerAlgo::AllreduceTwoShot;
         a.rank = r;
