@@ -201,7 +201,7 @@ typedef enum gpucoll_inter_path {
 /* Not filled in by gpucoll_config_fill_defaults (0 is meaningful): the MCA defaults
    (mca_coll_gpu/coll_gpu_component.c, gpu_params[]). */
 #define GPUCOLL_DEFAULT_HIER_MIN_BYTES (512u * 1024u)
-/* Measured 2026-11-22 (gpucoll-bench, docs/performance.md "Flag-in-data kernels"): LL beats the
+/* Measured 2026-11-22 (gpucoll-bench, docs/performance_history.md, "Flag-in-data (LL) kernels"): LL beats the
    scratch kernels at every size up to 512 KiB on 2 x H200 (by 3-5 us); on 4 x H200 by 3-6 us up to
    128 KiB, while at 512 KiB allreduce ties and bcast loses 1 us (twice the bytes over the links). */
 #define GPUCOLL_DEFAULT_LL_MAX_BYTES (256u * 1024u)
