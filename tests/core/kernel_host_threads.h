@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -37,6 +38,18 @@ private:
     std::condition_variable cv_;
     int n_, count_ = 0;
     uint64_t gen_ = 0;
+};
+
+// A rank's buffer or scratch: 64-byte aligned, as cudaMalloc's are at least.
+struct HostBytes {
+    char *p;
+    size_t n;
+    explicit HostBytes(size_t bytes) : p(static_cast<char *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))), n(bytes)
+    {
+    }
+    ~HostBytes() { std::free(p); }
+    HostBytes(const HostBytes &) = delete;
+    HostBytes &operator=(const HostBytes &) = delete;
 };
 
 struct BlockSync {

@@ -43,12 +43,7 @@ namespace {
 constexpr size_t kHalf = 256; // bytes per scratch half: a call of a few KiB takes many steps
 constexpr unsigned kGrid = 3, kBlock = 4;
 
-struct Buf {
-    char *p;
-    size_t n;
-    explicit Buf(size_t bytes) : p(static_cast<char *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))), n(bytes) {}
-    ~Buf() { std::free(p); }
-};
+using Buf = HostBytes;
 
 // One call of a sequence: what every rank passes.
 struct Call {

@@ -26,12 +26,7 @@ namespace {
 constexpr unsigned kGrid = 3, kBlock = 4;
 constexpr size_t kGuard = 32;
 
-struct Bytes {
-    char *p;
-    size_t n;
-    explicit Bytes(size_t bytes) : p(static_cast<char *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64))), n(bytes) {}
-    ~Bytes() { std::free(p); }
-};
+using Bytes = HostBytes;
 
 // One call: what rank r sends rank p (bytes[r][p]) and where the pieces
 // sit, as the host resolves MPI's counts and displacements (place_pieces).
