@@ -117,6 +117,18 @@ constexpr bool reduce_twoshots(const Call &c)
 //   once, and it stays ahead (2 x H200: 4 MiB 27 against 34, 16 MiB 70
 //   against 76, 64 MiB 243 against 280, 256 MiB 836 against 838).
 constexpr int kReducePushMinRanks = 3;
+// - by stores into the root's scratch (reduce_stores) with 2 ranks, a GPU
+//   each, from 64 MiB: the other rank's stores cross the link and the root
+//   reads only its own memory. 2 x H200, blocking / enqueued, us, against
+//   the one-shot: 64 MiB 215 / 208 against 247 / 240, 256 MiB 777 / 769
+//   against 841 / 843, 1 GiB 3003 / 2993 against 3007 / 2997; but 16 MiB
+//   77 / 71 against 54 / 65 and 4 MiB 27 / 20 against 22 / 21 (half the
+//   chunk, twice the steps: an area per rank; session 38).
+constexpr size_t kReduceStoresMinBytes = 64u << 20;
+constexpr bool reduce_stores(const Call &c)
+{
+    return !c.direct && c.nranks == 2 && c.share.ranks <= 1 && c.bytes >= kReduceStoresMinBytes;
+}
 // One-shot (latency) up to oneshot_max_bytes, mapped or not: 4 x H200,
 // 512 KiB: 23.9 us against 31.1 for the two-shot (gpucoll_config.h).
 constexpr bool allreduce_oneshot_fits(const Call &c) { return c.bytes <= c.cfg.oneshot_max_bytes; }
@@ -153,12 +165,13 @@ constexpr Entry kTable[] = {
      not_mapped},
     {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false, always},
     {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false,
-     [](const Call &c) { return not_mapped(c) && !reduce_twoshots(c); }},
+     [](const Call &c) { return not_mapped(c) && !reduce_twoshots(c) && !reduce_stores(c); }},
     // After the older rows so that their forcing values stay. reduce_push:
     // wherever the buffers are mapped (there is no pull kernel).
     {"reduce_push", GPUCOLL_COLL_REDUCE, PeerAlgo::ReducePush, Protocol::ZeroCopyPush, true, 0, false, always},
     {"reduce_twoshot", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceTwoShot, Protocol::Scratch, true, 0, false,
      [](const Call &c) { return not_mapped(c) && reduce_twoshots(c); }},
+    {"reduce_stores", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceStores, Protocol::Scratch, true, 1, false, reduce_stores},
     // Reduce_scatter(_block) has only a pull kernel (a reduction reads all inputs).
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull,
      true, 0, true, always},

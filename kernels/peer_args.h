@@ -70,8 +70,10 @@ enum class PeerAlgo : int {
     // Zero-copy again (numbered after the others so that the older values stay).
     ReducePush,           // barrier, each non-root reduces its slice from every input into the root's output; barrier
     // Through scratch (numbered last for the same reason).
-    ReduceTwoShot         // copy in, barrier, each non-root reduces a slice into the root's scratch, barrier, the
+    ReduceTwoShot,        // copy in, barrier, each non-root reduces a slice into the root's scratch, barrier, the
                           // root copies out (kernels/reduce_twoshot.cuh)
+    ReduceStores          // the non-roots store their chunk into the root's scratch, barrier, the root reduces
+                          // (kernels/reduce_stores.cuh)
 };
 
 // The LL area follows the two scratch halves: [parity][from rank] slots of

@@ -32,6 +32,7 @@
 #include "reduce_scatter_block.cuh"
 #include "reduce_scatter_block_ll.cuh"
 #include "reduce_scatter_direct.cuh"
+#include "reduce_stores.cuh"
 #include "resident.cuh"
 #include "vector_push.cuh"
 #include "windows.cuh"
@@ -59,6 +60,7 @@ template <class T, class Op> __device__ void run_scratch_reduce(const PeerArgs &
     case PeerAlgo::AllreduceTwoShot: run_steps<allreduce_twoshot_step<T, Op>>(a); break;
     case PeerAlgo::Reduce: run_steps<reduce_step<T, Op>>(a); break;
     case PeerAlgo::ReduceTwoShot: run_steps<reduce_twoshot_step<T, Op>>(a); break;
+    case PeerAlgo::ReduceStores: run_steps<reduce_stores_step<T, Op>>(a); break;
     case PeerAlgo::ReduceScatterBlock: run_steps<reduce_scatter_block_step<T, Op>>(a); break;
     default: break;
     }

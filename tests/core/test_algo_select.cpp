@@ -643,7 +643,8 @@ static void check_queued_one_way_ll(const gpucoll_config_t &lcfg, Plan &p)
 }
 
 // The two-shot reduce: 4 ranks from 4 MiB, 3 from 16 MiB (the root's time,
-// session 33), in every mode, the resident kernels included.
+// session 33), in every mode, the resident kernels included; reduce_stores
+// at 2 ranks.
 static void check_twoshot_reduce(const gpucoll_config_t &cfg)
 {
     Plan p{};
@@ -653,12 +654,23 @@ static void check_twoshot_reduce(const gpucoll_config_t &cfg)
     CHECK(make_plan(big, 0, 3, cfg, false, &p) && p.algo == PeerAlgo::Reduce);
     const gpucoll_coll_args_t sixteen = args(GPUCOLL_COLL_REDUCE, (16u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(sixteen, 0, 3, cfg, false, &p) && p.algo == PeerAlgo::ReduceTwoShot);
+    // Two ranks, a GPU each: by stores into the root's scratch from 64 MiB,
+    // an area per rank; the one-shot below and where the ranks share a GPU.
     CHECK(make_plan(sixteen, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::Reduce);
+    const gpucoll_coll_args_t huge = args(GPUCOLL_COLL_REDUCE, (64u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
+    CHECK(make_plan(huge, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::ReduceStores && p.scratch_blocks_per_step == 2);
+    CHECK(make_plan(huge, 1, 2, cfg, false, &p, GpuShare{}, true) && p.algo == PeerAlgo::ReduceStores);
+    GpuShare shared{};
+    shared.ranks = 2;
+    CHECK(make_plan(huge, 0, 2, cfg, false, &p, shared) && p.algo == PeerAlgo::Reduce);
     const gpucoll_coll_args_t below = args(GPUCOLL_COLL_REDUCE, (4u << 20) / 4 - 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(below, 0, 4, cfg, false, &p, GpuShare{}, true) && p.algo == PeerAlgo::Reduce);
     gpucoll_config_t forced = cfg;
     forced.algorithm[GPUCOLL_COLL_REDUCE] = 4; // reduce_ll, reduce, reduce_push, reduce_twoshot
     CHECK(std::strcmp(forced_algorithm(GPUCOLL_COLL_REDUCE, forced), "reduce_twoshot") == 0);
+    gpucoll_config_t stores = cfg;
+    stores.algorithm[GPUCOLL_COLL_REDUCE] = 5;
+    CHECK(std::strcmp(forced_algorithm(GPUCOLL_COLL_REDUCE, stores), "reduce_stores") == 0);
     const gpucoll_coll_args_t small = args(GPUCOLL_COLL_REDUCE, 1024, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(small, 0, 3, forced, false, &p, GpuShare{}, true) && p.algo == PeerAlgo::ReduceTwoShot &&
           !p.forced_refused);

@@ -56,7 +56,7 @@ void check_round_trip()
     CHECK(got.algo == k.algo && got.root == 3 && got.vector_ok == 1 && got.src == k.src && got.dst == k.dst);
     CHECK(got.count == 255 && got.chunk == 255 && got.epoch0 == k.epoch0 && got.resident.seq == 70000);
     // every algorithm and root a call can have
-    for (int a = 0; a <= (int)PeerAlgo::ReduceTwoShot; a++)
+    for (int a = 0; a <= (int)PeerAlgo::ReduceStores; a++)
         for (int root : {0, 7}) {
             PeerArgs x = k;
             x.algo = (PeerAlgo)a;

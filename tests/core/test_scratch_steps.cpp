@@ -183,11 +183,15 @@ private:
 int32_t allreduce_input(int team, int rank, size_t i) { return (int32_t)(team * 1000003 + rank * 7919 + (int)i * 13); }
 
 // What a communicator's call runs: the two-shot allreduce, bcast_forward
-// from rank 0 in place, or the two-shot reduce to `root`.
-enum class Kind { Allreduce, Bcast, Reduce };
+// from rank 0 in place, the two-shot reduce to `root`, or the reduce by
+// stores into the root's scratch.
+enum class Kind { Allreduce, Bcast, Reduce, ReduceStores };
 const char *kind_name(Kind k)
 {
-    return k == Kind::Bcast ? "bcast_forward" : k == Kind::Reduce ? "reduce_twoshot" : "two-shot";
+    return k == Kind::Bcast          ? "bcast_forward"
+           : k == Kind::Reduce       ? "reduce_twoshot"
+           : k == Kind::ReduceStores ? "reduce_stores"
+                                     : "two-shot";
 }
 
 // One communicator's call on `count` int32; its scratch and every rank's buffers.
@@ -214,7 +218,7 @@ struct TeamCall {
     // what their output held).
     int32_t want(int team, int nranks, int r, size_t i) const
     {
-        if (kind == Kind::Reduce && r != root) {
+        if ((kind == Kind::Reduce || kind == Kind::ReduceStores) && r != root) {
             int32_t untouched;
             std::memset(&untouched, 0xee, sizeof untouched);
             return untouched;
@@ -247,10 +251,15 @@ void run_team_call(TeamCall &tc, int r, int nranks, bool vector_ok, uint64_t tim
         return run_steps<bcast_forward_step>(a);
     }
     a.count = tc.count;
+    a.root = tc.root;
+    if (tc.kind == Kind::ReduceStores) {
+        a.algo = PeerAlgo::ReduceStores;
+        a.chunk = kHalf / (nranks * sizeof(int32_t)); // an area per rank in the root's half
+        return run_steps<reduce_stores_step<int32_t, OpSum>>(a);
+    }
     a.chunk = kHalf / (2 * sizeof(int32_t)); // the result area follows the step's inputs
     if (tc.kind == Kind::Reduce) {
         a.algo = PeerAlgo::ReduceTwoShot;
-        a.root = tc.root;
         return run_steps<reduce_twoshot_step<int32_t, OpSum>>(a);
     }
     a.algo = PeerAlgo::AllreduceTwoShot;
@@ -395,14 +404,15 @@ void check_twoshot()
         // block must still pair with the same block only).
         for (size_t count : {(size_t)5, 3 * kHalf + 7})
             check_team_calls(n, count, 2, true, (int)kGrid + 1, true, Kind::Bcast);
-        // The two-shot reduce (slices cut among the non-roots), every root,
-        // alone and crossed.
-        for (int root = 0; root < n; root++) {
-            for (size_t count : {(size_t)1, (size_t)7, step + 1, 5 * step + 13})
-                for (bool vec : {true, false})
-                    check_team_calls(n, count, 1, false, (int)kGrid, vec, Kind::Reduce, root);
-            check_team_calls(n, 7 * step + 5, 2, true, (int)kGrid + 1, true, Kind::Reduce, root);
-        }
+        // The two-shot reduce (slices cut among the non-roots) and the
+        // reduce by stores into the root's scratch, every root, alone and
+        // crossed.
+        for (Kind k : {Kind::Reduce, Kind::ReduceStores})
+            for (int root = 0; root < n; root++) {
+                for (size_t count : {(size_t)1, (size_t)7, step + 1, 5 * step + 13})
+                    for (bool vec : {true, false}) check_team_calls(n, count, 1, false, (int)kGrid, vec, k, root);
+                check_team_calls(n, 7 * step + 5, 2, true, (int)kGrid + 1, true, k, root);
+            }
     }
 }
 

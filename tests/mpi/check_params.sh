@@ -38,7 +38,7 @@ check_values() { # parameter, then its rows' names
 value_of() { echo "$parsable" | grep "^mca:coll:gpu:param:coll_gpu_$1:enumerator:value:[0-9]*:$2\$" | cut -d: -f8; }
 check_values allreduce_algorithm allreduce_ll allreduce_oneshot allreduce_push allreduce_writes allreduce_direct \
   allreduce_twoshot
-check_values reduce_algorithm reduce_ll reduce reduce_push reduce_twoshot
+check_values reduce_algorithm reduce_ll reduce reduce_push reduce_twoshot reduce_stores
 check_values bcast_algorithm bcast_spread bcast_push bcast_direct bcast_ll bcast bcast_forward
 check_values allgather_algorithm allgather_push allgather_direct allgather_ll allgather
 check_values reduce_scatter_block_algorithm reduce_scatter_direct reduce_scatter_block_ll reduce_scatter_block
