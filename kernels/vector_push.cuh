@@ -51,7 +51,8 @@ __device__ inline void vector_push(const PeerArgs &a)
                         reinterpret_cast<const uint32_t *>(a.peer_src[first]), n1, true, n0 > n1 ? n0 : n1);
         i = 2;
     }
-    for (; i < a.nranks; i++) push_piece(a, (a.rank + i) % a.nranks); // staggered: ranks do not all write one peer at once
+    // Staggered, so that ranks do not all write one peer at once.
+    for (; i < a.nranks; i++) push_piece(a, (a.rank + i) % a.nranks);
     peer_barrier(a, 1, a.epoch0); // every peer's stores into our output are done
 }
 
