@@ -85,6 +85,19 @@ constexpr bool bcast_scratch_when_mapped(const Call &c)
            c.bytes >= kBcastScratchWhenMappedFrom && c.bytes < kBcastZeroCopyMinBytesTwoRanks;
 }
 constexpr bool bcast_on_scratch(const Call &c) { return not_mapped(c) || bcast_scratch_when_mapped(c); }
+// Two ranks, a GPU each: zero-copy allgather, alltoall and reduce_scatter
+// lost to their scratch plans below 16 MiB of all ranks' blocks, whose
+// copies cost less than mapping the buffers and agreeing on them (2 x H200,
+// blocking, 300 calls a size, two runs, us, zero-copy against scratch: 4
+// MiB 26.3 / 24.2, 25.8 / 24.8, 26.6 / 23.4; 8 MiB 32.6 / 31.1, 33.5 /
+// 32.4, 34.7 / 30.4; 16 MiB 44.5 / 46.3, 45.4 / 54.3, 46.7 / 49.4;
+// session 38). Ranks sharing a GPU were not measured: zero-copy as before.
+constexpr bool strided_scratch_when_mapped(const Call &c)
+{
+    return c.direct && c.nranks == 2 && c.share.ranks <= 1 && c.cfg.direct_style == GPUCOLL_DIRECT_AUTO &&
+           c.bytes * (size_t)c.nranks < 4 * c.cfg.direct_min_bytes;
+}
+constexpr bool strided_on_scratch(const Call &c) { return not_mapped(c) || strided_scratch_when_mapped(c); }
 constexpr bool bcast_forwards(const Call &c)
 {
     if (!bcast_on_scratch(c) || c.nranks < 2 || c.share.ranks > 1) return false; // as measured: a GPU per rank
@@ -174,17 +187,17 @@ constexpr Entry kTable[] = {
     {"reduce_stores", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceStores, Protocol::Scratch, true, 1, false, reduce_stores},
     // Reduce_scatter(_block) has only a pull kernel (a reduction reads all inputs).
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull,
-     true, 0, true, always},
+     true, 0, true, [](const Call &c) { return !strided_scratch_when_mapped(c); }},
     {"reduce_scatter_block_ll", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockLL, Protocol::LL, true,
      0, true, always},
     {"reduce_scatter_block", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, Protocol::Scratch, true,
-     1, true, not_mapped},
+     1, true, strided_on_scratch},
     {"allgather_push", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, Protocol::ZeroCopyPush, false, 0, true,
-     style_pushes},
+     [](const Call &c) { return style_pushes(c) && !strided_scratch_when_mapped(c); }},
     {"allgather_direct", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, Protocol::ZeroCopyPull, false, 0, true,
      style_pulls},
     {"allgather_ll", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, Protocol::LL, false, 0, true, always},
-    {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true, not_mapped},
+    {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true, strided_on_scratch},
     {"bcast_spread", GPUCOLL_COLL_BCAST, PeerAlgo::BcastSpread, Protocol::ZeroCopyPush, false, 0, false,
      bcast_spreads},
     {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false,
@@ -200,9 +213,9 @@ constexpr Entry kTable[] = {
     // Zero-copy alltoall is alltoallv's kernel with equal blocks: each byte moves once, not in and out of
     // scratch (H100, 2 ranks under MPS, 128 MiB: see docs/performance.md). There is no pull kernel.
     {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, true,
-     always},
+     [](const Call &c) { return !strided_scratch_when_mapped(c); }},
     {"alltoall_ll", GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, Protocol::LL, false, 0, true, always},
-    {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, 1, true, not_mapped},
+    {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, 1, true, strided_on_scratch},
     // The vector kinds run zero-copy or not at all (the caller stages them).
     {"vector_push", GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false,
      always},

@@ -94,6 +94,16 @@ bool describe_buffers(const gpucoll_team *t, IpcCache &ipc, const Blocking &c, S
     return ipc.describe(c.src, si, &me.src_desc) && ipc.describe(out, ri, &me.dst_desc);
 }
 
+// Whether the plan with every buffer mapped is a zero-copy one: some are
+// not (bcast, allgather, alltoall and reduce_scatter at 2 ranks from 4 MiB
+// run through scratch even so, algo_select.cpp), and mapping for them only
+// costs the call.
+bool zero_copy_planned(const gpucoll_team *t, const gpucoll_coll_args_t &a)
+{
+    Plan zc{};
+    return make_plan(a, t->rank, t->size, config(), true, &zc, t->share) && is_direct(zc.algo);
+}
+
 void step_verdict(gpucoll_team *t, Blocking &c)
 {
     // An empty call on a team whose GPU is set up is agreed on like a device
@@ -118,7 +128,7 @@ void step_verdict(gpucoll_team *t, Blocking &c)
     // Zero-copy needs the scratch (for its flags) to exist already: the
     // first call of a team always goes through scratch.
     if (c.ok && t->gpu == gpucoll_team::GpuReady && zero_copy_candidate(c.a, config(), t->size) &&
-        (uintptr_t)c.src % 16 == 0 &&
+        zero_copy_planned(t, c.a) && (uintptr_t)c.src % 16 == 0 &&
         (uintptr_t)exported_output(t, c.a, c.src, static_cast<const char *>(c.a.rbuf)) % 16 == 0)
         c.direct = describe_buffers(t, *t->ipc, c, me);
 }

@@ -414,9 +414,18 @@ static void check_ll_by_kind(const gpucoll_config_t &c, Plan &p)
             CHECK(p.strided == k.strided);
             CHECK(make_plan(args(k.kind, 65536 / elt, dt, k.op), 0, n, c, &p) && p.algo == k.ll);
             CHECK(make_plan(args(k.kind, 65536 / elt + 1, dt, k.op), 0, n, c, &p) && p.algo == k.above);
-            // zero-copy wins where it was asked for (direct_min_bytes below ll_max_bytes)
+            // zero-copy wins where it was asked for (direct_min_bytes below
+            // ll_max_bytes); at 2 ranks, a GPU each, the strided kinds from
+            // 4 x direct_min_bytes of all blocks (strided_scratch_when_mapped)
             if (k.kind != GPUCOLL_COLL_ALLREDUCE && k.kind != GPUCOLL_COLL_REDUCE && k.kind != GPUCOLL_COLL_ALLTOALL) {
-                CHECK(make_plan(args(k.kind, 16, dt, k.op), 0, n, c, true, &p) && is_direct(p.algo));
+                const size_t count = n == 2 && k.strided ? 2 * c.direct_min_bytes / elt : 16;
+                CHECK(make_plan(args(k.kind, count, dt, k.op), 0, n, c, true, &p) && is_direct(p.algo));
+                if (n == 2 && k.strided) {
+                    CHECK(make_plan(args(k.kind, count - 1, dt, k.op), 0, n, c, true, &p) && p.algo == k.above);
+                    GpuShare one_gpu{};
+                    one_gpu.ranks = 2;
+                    CHECK(make_plan(args(k.kind, 16, dt, k.op), 0, n, c, true, &p, one_gpu) && is_direct(p.algo));
+                }
             }
         }
     }
