@@ -163,19 +163,21 @@ static const gpu_param_t gpu_params[] = {
              "64 MiB with 2 where each rank has a GPU of its own), or one algorithm by name."
              ALGORITHM_HELP_TAIL},
     {.name = "allgather_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_ALLGATHER), .level = OPAL_INFO_LVL_5, .def.i = 0,
-     .help = "Allgather over peer memory: auto (zero-copy from direct_min_bytes (all blocks) where every "
+     .help = "Allgather over peer memory: auto (zero-copy from direct_min_bytes (all blocks; 4 x that with 2 "
+             "ranks on GPUs of their own) where every "
              "buffer can be mapped: allgather_push, or allgather_direct (loads) with direct_style=pull; "
              "else allgather_ll up to ll_max_bytes per block, allgather through scratch above), or one "
              "algorithm by name." ALGORITHM_HELP_TAIL},
     {.name = "reduce_scatter_block_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_REDUCE_SCATTER_BLOCK),
      .level = OPAL_INFO_LVL_5, .def.i = 0,
      .help = "Reduce_scatter_block over peer memory: auto (reduce_scatter_direct, zero-copy by loads, from "
-             "direct_min_bytes (all blocks) where every buffer can be mapped; else reduce_scatter_block_ll "
+             "direct_min_bytes (all blocks; 4 x that with 2 ranks on GPUs of their own) where every buffer "
+             "can be mapped; else reduce_scatter_block_ll "
              "up to ll_max_bytes per block, reduce_scatter_block through scratch above), or one algorithm "
              "by name." ALGORITHM_HELP_TAIL},
     {.name = "alltoall_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_ALLTOALL), .level = OPAL_INFO_LVL_5, .def.i = 0,
      .help = "Alltoall over peer memory: auto (alltoall_push, zero-copy by stores, from direct_min_bytes (all "
-             "blocks) where every buffer can be mapped; else alltoall_ll up to ll_max_bytes per block and not "
+             "blocks; 4 x that with 2 ranks on GPUs of their own) where every buffer can be mapped; else alltoall_ll up to ll_max_bytes per block and not "
              "in place, alltoall through scratch), or one algorithm by name." ALGORITHM_HELP_TAIL},
     {.name = "oneshot_max_bytes", CFG_SIZE(oneshot_max_bytes), .level = OPAL_INFO_LVL_5,
      .def.z = GPUCOLL_DEFAULT_ONESHOT_MAX_BYTES,
