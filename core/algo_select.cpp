@@ -309,7 +309,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     plan->chunk = (a.count + 15) / 16 * 16;
     plan->scratch_blocks_per_step = row->areas_per_rank ? nranks : (two_areas(row->algo) ? 2 : 1);
     plan->strided = row->strided;
-    plan->wait_acks = queued;
+    plan->wait_acks = queued && ll_one_way(row->algo);
     return true;
 }
 

@@ -15,7 +15,7 @@ struct Plan {
     size_t chunk;               // elements per rank and step (before scratch limits)
     int scratch_blocks_per_step;// chunk-sized areas a step needs in one scratch half
     bool strided;               // buffers hold one block per rank `count` apart
-    bool wait_acks;             // `queued`: one-way LL ranks wait for the peers' acknowledgements (kernels/ll_lines.cuh)
+    bool wait_acks;             // `queued` and a one-way LL kernel: its ranks write and wait for acknowledgements (kernels/ll_lines.cuh)
     const char *name;           // the row's name in the algorithm table
     // coll_gpu_<kind>_algorithm forced a row that cannot serve this call:
     // why (the automatic choice served it instead); nullptr otherwise.

@@ -199,6 +199,13 @@ __host__ __device__ constexpr bool is_ll(PeerAlgo a)
            a == PeerAlgo::BcastLL || a == PeerAlgo::ReduceLL || a == PeerAlgo::AlltoallLL;
 }
 
+// The LL algorithms in which some rank hears from some peer not at all (the
+// root of bcast, the others of reduce): only there does a call without the
+// host agreement wait for the peers' acknowledgements, and only there are
+// they written (kernels/ll_lines.cuh). The others receive from every peer,
+// which tells each rank that every peer has started the call.
+__host__ __device__ constexpr bool ll_one_way(PeerAlgo a) { return a == PeerAlgo::BcastLL || a == PeerAlgo::ReduceLL; }
+
 // Loads every kernel of the family into the current device's context and
 // sets *stack_bytes to the most local memory a thread of any of them uses.
 // Both serve one rule: no launch of ours may wait for the kernels already

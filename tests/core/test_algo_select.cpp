@@ -574,8 +574,8 @@ static void check_queued_kernels(const gpucoll_config_t &cfg, const gpucoll_conf
                         bool got = make_plan(a, 0, ranks, c, false, &p, share, true);
                         CHECK(got, "kind %d, %zu elements, %d ranks", (int)k, n, ranks);
                         if (!got) continue;
-                        CHECK(!is_direct(p.algo) && p.wait_acks, "kind %d, %zu elements, %d ranks: %s", (int)k, n,
-                              ranks, algo_name(p.algo));
+                        CHECK(!is_direct(p.algo) && p.wait_acks == ll_one_way(p.algo),
+                              "kind %d, %zu elements, %d ranks: %s", (int)k, n, ranks, algo_name(p.algo));
                         ll_seen += p.algo == PeerAlgo::BcastLL || p.algo == PeerAlgo::ReduceLL;
                         Plan b{};
                         CHECK(make_plan(a, 0, ranks, c, false, &b, share) && b.algo == p.algo && !b.wait_acks,
