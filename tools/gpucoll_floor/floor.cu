@@ -39,6 +39,17 @@
 //                        through each other's memory (peer access), per trip
 //   resident 4 warps     resident doorbell with four warps polling at once
 //                        (a sample every quarter trip instead of every trip)
+//   resident 1 poller    a 512-thread kernel serving calls as the resident
+//                        kernels do (kernels/resident.cuh, poll_call): its
+//                        first warp reads a 64-byte call, two barriers of the
+//                        block decide, then 1.5 us of work (about a small LL
+//                        call's) and the done word
+//   resident 2 pollers   the same with the last two warps polling, each in a
+//                        loop of its own, the second starting 700 ns after
+//                        the first; the one that decides meets the others at
+//                        a barrier the other poller is not part of (faster
+//                        here, not in the resident kernels: docs/small_calls.md)
+//   resident 2 together  the same with both pollers starting at once
 //   fence sys/gpu/none   with two GPUs: a store into the peer's memory, then
 //                        __threadfence_system / __threadfence / nothing
 //                        before a store into host memory: the fence's time
@@ -130,6 +141,93 @@ __global__ void resident_warps_kernel(Mailbox *mb)
             v->done = d;
         }
         seen = d;
+    }
+}
+
+// 1.5 us of work by one thread of a non-polling warp: about a small LL
+// call's (the GPU's share of an 8-byte allreduce, docs/small_calls.md).
+__device__ void call_work()
+{
+    if (threadIdx.x != 64) return;
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < 1500);
+}
+
+// The resident kernels' poll of a 64-byte call (every word = the call's
+// number) by a 512-thread block: warp 0 reads, two block barriers decide.
+__global__ void one_poller_kernel(Mailbox *mb)
+{
+    volatile unsigned long long *words = mb->cmd;
+    __shared__ unsigned long long w[8];
+    __shared__ int take;
+    unsigned long long seen = 0;
+    for (;;) {
+        do {
+            if (threadIdx.x < 8) w[threadIdx.x] = words[threadIdx.x];
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                int all = w[0] != seen;
+                for (int i = 1; i < 8; i++) all &= w[i] == w[0];
+                take = all;
+            }
+            __syncthreads();
+        } while (!take);
+        const unsigned long long d = w[0];
+        __syncthreads();
+        if (d == ~0ull) return;
+        seen = d;
+        call_work();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            *(volatile unsigned long long *)&mb->done = d;
+        }
+    }
+}
+
+// The same with the last two warps polling in loops of their own: the one
+// that claims the call meets the other warps at barrier 1; the other
+// poller goes on once it sees the call claimed, without waiting for the
+// load it still has on its way.
+__global__ void two_pollers_kernel(Mailbox *mb, unsigned stagger_ns)
+{
+    volatile unsigned long long *words = mb->cmd;
+    __shared__ unsigned long long claim, taken, call;
+    const int w = (int)threadIdx.x / 32 - ((int)blockDim.x / 32 - 2), lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) claim = taken = 0;
+    __syncthreads();
+    for (unsigned long long expect = 1;; expect++) {
+        bool decided = false;
+        if (w == 1 && stagger_ns) __nanosleep(stagger_ns);
+        while (w >= 0) {
+            unsigned long long x = lane < 8 ? words[lane] : 0;
+            const unsigned long long x0 = __shfl_sync(0xffffffffu, x, 0);
+            const bool whole = __all_sync(0xffffffffu, lane >= 8 || x == x0) && (x0 == expect || x0 == ~0ull);
+            int won = 0;
+            if (whole && lane == 0 && atomicCAS(&claim, expect - 1, expect) == expect - 1) {
+                call = x0;
+                __threadfence_block();
+                *(volatile unsigned long long *)&taken = expect;
+                won = 1;
+            }
+            if (__shfl_sync(0xffffffffu, won, 0)) {
+                decided = true;
+                break;
+            }
+            if (*(volatile unsigned long long *)&taken >= expect) break;
+        }
+        if (w < 0 || decided) asm volatile("bar.sync 1, %0;" ::"r"((int)blockDim.x - 32) : "memory");
+        __threadfence_block();
+        const unsigned long long d = *(volatile unsigned long long *)&call;
+        if (d == ~0ull) return;
+        call_work();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            *(volatile unsigned long long *)&mb->done = d;
+        }
     }
 }
 
@@ -363,6 +461,22 @@ void resident_floor(int reps)
     __atomic_store_n(&mb->doorbell, ~0ull, __ATOMIC_RELEASE);
     CHECK(cudaStreamSynchronize(s));
     std::printf("resident 4 warps     %7.2f\n", warps);
+    for (int pollers = 1; pollers <= 3; pollers++) {
+        *mb = Mailbox{};
+        seq = 0;
+        if (pollers == 1) one_poller_kernel<<<1, 512, 0, s>>>(mb);
+        else two_pollers_kernel<<<1, 512, 0, s>>>(mb, pollers == 2 ? 700 : 0);
+        double us = mean_us(reps, [&](int) {
+            ++seq;
+            for (int i = 7; i >= 0; i--) __atomic_store_n(&mb->cmd[i], seq, __ATOMIC_RELEASE);
+            while (__atomic_load_n(&mb->done, __ATOMIC_ACQUIRE) != seq) {
+            }
+        });
+        for (int i = 0; i < 8; i++) __atomic_store_n(&mb->cmd[i], ~0ull, __ATOMIC_RELEASE);
+        CHECK(cudaStreamSynchronize(s));
+        const char *rows[] = {"resident 1 poller    ", "resident 2 pollers   ", "resident 2 together  "};
+        std::printf("%s %7.2f\n", rows[pollers - 1], us);
+    }
     double q = mean_us(reps, [&](int) { CHECK(cudaStreamQuery(cudaStreamLegacy)); });
     std::printf("query legacy (cpu)  %8.2f\n", q);
     cudaEvent_t ev;
