@@ -131,13 +131,15 @@ constexpr bool reduce_twoshots(const Call &c)
 //   against 76, 64 MiB 243 against 280, 256 MiB 836 against 838).
 constexpr int kReducePushMinRanks = 3;
 // - by stores into the root's scratch (reduce_stores) with 2 ranks, a GPU
-//   each, from 64 MiB: the other rank's stores cross the link and the root
-//   reads only its own memory. 2 x H200, blocking / enqueued, us, against
-//   the one-shot: 64 MiB 215 / 208 against 247 / 240, 256 MiB 777 / 769
-//   against 841 / 843, 1 GiB 3003 / 2993 against 3007 / 2997; but 16 MiB
-//   77 / 71 against 54 / 65 and 4 MiB 27 / 20 against 22 / 21 (half the
-//   chunk, twice the steps: an area per rank; session 38).
-constexpr size_t kReduceStoresMinBytes = 64u << 20;
+//   each, from 8 MiB: the other rank's stores cross the link and the root
+//   reads only its own memory. 2 x H200, the root's time blocking /
+//   enqueued, us, against the one-shot (session 39, steps of even size,
+//   even_chunk_elems): 8 MiB 41 / 31 against 42 / 33, 16 MiB 67 / 56
+//   against 72 / 65, 64 MiB 217 / 203 against 250 / 242, 128 MiB 409 / 396
+//   against 462 / 456; 4 MiB 30 / 19 against 29 / 21. (Session 38, before
+//   the even steps, found 16 MiB slower: a full step and one of a few
+//   elements.)
+constexpr size_t kReduceStoresMinBytes = 8u << 20;
 constexpr bool reduce_stores(const Call &c)
 {
     return !c.direct && c.nranks == 2 && c.share.ranks <= 1 && c.bytes >= kReduceStoresMinBytes;
@@ -360,6 +362,23 @@ bool zero_copy_candidate(const gpucoll_coll_args_t &a, const gpucoll_config_t &c
 size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt)
 {
     return half_bytes / (elt * (size_t)plan.scratch_blocks_per_step) / 16 * 16;
+}
+
+// 2 x H200, reduce_stores at 16 MiB, whose two areas in a 64 MiB scratch's
+// half hold just under 16 MiB each: 71 us enqueued in a full step and one of
+// 16 elements, 56 in two even steps, 54 in one (a scratch twice as large);
+// session 39. Whole pages: an area that starts mid-page costs the copies.
+// Up to 16 steps, where one step's barriers weigh: reduce_stores at 1 GiB
+// (65 steps) took 3,083-3,097 us in even steps against 3,003 in full ones
+// (session 38), not understood; at 256 MiB (17 steps) 751 against 770.
+constexpr size_t kEvenStepsMax = 16;
+size_t even_chunk_elems(size_t chunk, size_t max, size_t elt)
+{
+    if (chunk <= max || max == 0) return chunk < max ? chunk : max;
+    const size_t steps = (chunk + max - 1) / max, page = elt && elt < 4096 ? 4096 / elt : 16;
+    if (steps > kEvenStepsMax) return max;
+    const size_t even = ((chunk + steps - 1) / steps + page - 1) / page * page;
+    return even <= max ? even : max;
 }
 
 namespace {

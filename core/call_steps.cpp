@@ -14,7 +14,7 @@ namespace gpucoll {
 bool fit_chunk(const gpucoll_team *t, Plan *plan, size_t elt)
 {
     if (!is_direct(plan->algo) && !is_ll(plan->algo))
-        plan->chunk = std::min(plan->chunk, max_chunk_elems(*plan, t->half_bytes, elt));
+        plan->chunk = even_chunk_elems(plan->chunk, max_chunk_elems(*plan, t->half_bytes, elt), elt);
     return plan->chunk != 0 || is_direct(plan->algo);
 }
 

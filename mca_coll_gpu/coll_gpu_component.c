@@ -152,7 +152,7 @@ static const gpu_param_t gpu_params[] = {
              "direct_min_bytes with 3 ranks or more where every buffer can be mapped; else reduce_ll up to "
              "ll_max_bytes, reduce through scratch above, reduce_twoshot (through scratch, the non-roots "
              "reducing slices for the root) from 4 MiB with 4 ranks or more and from 16 MiB with 3, "
-             "reduce_stores (through scratch, the other rank storing its data into the root's) from 64 MiB "
+             "reduce_stores (through scratch, the other rank storing its data into the root's) from 8 MiB "
              "with 2, where each rank has a GPU of its own), or one algorithm by name." ALGORITHM_HELP_TAIL},
     {.name = "bcast_algorithm", CFG_ALGORITHM(GPUCOLL_COLL_BCAST), .level = OPAL_INFO_LVL_5, .def.i = 0,
      .help = "Bcast over peer memory: auto (zero-copy from direct_min_bytes where every buffer can be "

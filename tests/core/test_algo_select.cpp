@@ -663,9 +663,11 @@ static void check_twoshot_reduce(const gpucoll_config_t &cfg)
     CHECK(make_plan(big, 0, 3, cfg, false, &p) && p.algo == PeerAlgo::Reduce);
     const gpucoll_coll_args_t sixteen = args(GPUCOLL_COLL_REDUCE, (16u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(sixteen, 0, 3, cfg, false, &p) && p.algo == PeerAlgo::ReduceTwoShot);
-    // Two ranks, a GPU each: by stores into the root's scratch from 64 MiB,
+    // Two ranks, a GPU each: by stores into the root's scratch from 8 MiB,
     // an area per rank; the one-shot below and where the ranks share a GPU.
-    CHECK(make_plan(sixteen, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::Reduce);
+    CHECK(make_plan(sixteen, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::ReduceStores);
+    const gpucoll_coll_args_t four = args(GPUCOLL_COLL_REDUCE, (4u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
+    CHECK(make_plan(four, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::Reduce);
     const gpucoll_coll_args_t huge = args(GPUCOLL_COLL_REDUCE, (64u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(huge, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::ReduceStores && p.scratch_blocks_per_step == 2);
     CHECK(make_plan(huge, 1, 2, cfg, false, &p, GpuShare{}, true) && p.algo == PeerAlgo::ReduceStores);

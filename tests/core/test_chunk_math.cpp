@@ -76,7 +76,15 @@ static void check_plan(Plan p, size_t count, size_t elt, int nranks, gpucoll_con
         if (!is_direct(p.algo)) {
             size_t max_chunk = max_chunk_elems(p, half, elt);
             CHECK(max_chunk > 0 && max_chunk % 16 == 0, "max_chunk %zu", max_chunk);
-            if (chunk > max_chunk) chunk = max_chunk;
+            chunk = even_chunk_elems(chunk, max_chunk, elt);
+            CHECK(chunk <= max_chunk && chunk % 16 == 0, "chunk %zu of max %zu", chunk, max_chunk);
+            // As few steps as whole areas would take; the last not much
+            // shorter than the others unless the chunk is a whole area.
+            const size_t fewest = (count + max_chunk - 1) / max_chunk, got = (count + chunk - 1) / chunk;
+            const size_t page = 4096 / elt, last = count - (got - 1) * chunk;
+            CHECK(got <= fewest && (got == 1 || chunk == max_chunk || last + page * (got + 1) >= chunk),
+                  "count %zu max %zu: %zu steps of %zu, fewest %zu", count, max_chunk, got, chunk, fewest);
+            CHECK(got == 1 || chunk == max_chunk || chunk % page == 0, "chunk %zu not whole pages", chunk);
             CHECK(chunk * elt * (size_t)p.scratch_blocks_per_step <= half, "chunk %zu x %zu B x %d areas > half %zu",
                   chunk, elt, p.scratch_blocks_per_step, half);
         }
