@@ -375,7 +375,8 @@ constexpr size_t kEvenStepsMax = 16;
 size_t even_chunk_elems(size_t chunk, size_t max, size_t elt)
 {
     if (chunk <= max || max == 0) return chunk < max ? chunk : max;
-    const size_t steps = (chunk + max - 1) / max, page = elt && elt < 4096 ? 4096 / elt : 16;
+    const size_t steps = (chunk + max - 1) / max;
+    const size_t page = elt && 4096 % elt == 0 && 4096 / elt % 16 == 0 ? 4096 / elt : 16; // elements
     if (steps > kEvenStepsMax) return max;
     const size_t even = ((chunk + steps - 1) / steps + page - 1) / page * page;
     return even <= max ? even : max;

@@ -66,9 +66,9 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt);
 // The chunk that a scratch plan of `chunk` elements of `elt` bytes (its
 // whole count, rounded up to 16) runs in when an area holds at most `max` (a
 // multiple of 16): as few steps as fit, about the same size, so that no call
-// ends with a step of a few elements that costs a whole step's barriers. A
-// multiple of 4 KiB where that fits, as the areas were before; else, and
-// for calls of more than 16 steps, `max`. 0 when `max` is.
+// ends with a step of a few elements that costs a whole step's barriers;
+// in whole 4 KiB pages where that fits, else, and for calls of more than 16
+// steps, `max`. 0 when `max` is.
 size_t even_chunk_elems(size_t chunk, size_t max, size_t elt);
 
 // Whether a call of `plan` runs on a resident kernel (core/resident.cpp):
