@@ -148,13 +148,20 @@ constexpr bool reduce_stores(const Call &c)
 // 512 KiB: 23.9 us against 31.1 for the two-shot (gpucoll_config.h).
 constexpr bool allreduce_oneshot_fits(const Call &c) { return c.bytes <= c.cfg.oneshot_max_bytes; }
 
+// How many chunk-sized areas a step takes in one scratch half.
+enum class Areas {
+    One,          // one in all (the two-shot kernels: two, see two_areas)
+    PerRank,      // one per rank
+    PerOtherRank, // one per rank but the root (reduce_stores: the root reduces from its own input)
+};
+
 struct Entry {
     const char *name;   // what verbose output, the tests and coll_gpu_<kind>_algorithm call it
     gpucoll_coll_kind_t kind;
     PeerAlgo algo;      // the kernel's entry (kernels/peer_kernels.cu dispatches on it)
     Protocol protocol;
     bool reduces;
-    int areas_per_rank; // chunk-sized areas per rank: 0 = one in all, 1 = one per rank
+    Areas areas;        // the chunk-sized areas a step takes in one scratch half
     bool strided;
     // The automatic choice: the first row of the kind that may serve the
     // call (serves_not) and whose condition holds.
@@ -167,66 +174,69 @@ constexpr auto kNoKind = (gpucoll_coll_kind_t)-1;
 // the first row that may serve the call and whose condition holds
 // (make_plan); coll_gpu_<kind>_algorithm forces a row by its name.
 constexpr Entry kTable[] = {
-    {"allreduce_ll", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceLL, Protocol::LL, true, 0, false, always},
-    {"allreduce_oneshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, Protocol::Scratch, true, 0, false,
-     allreduce_oneshot_fits},
-    {"allreduce_push", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, Protocol::ZeroCopyPush, true, 0, false,
+    {"allreduce_ll", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceLL, Protocol::LL, true, Areas::One, false, always},
+    {"allreduce_oneshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceOneShot, Protocol::Scratch, true, Areas::One,
+     false, allreduce_oneshot_fits},
+    {"allreduce_push", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreducePush, Protocol::ZeroCopyPush, true, Areas::One, false,
      [](const Call &c) { return allreduce_pushes(c) && !allreduce_writes(c); }},
-    {"allreduce_writes", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, Protocol::ZeroCopyPush, true, 0, false,
-     [](const Call &c) { return allreduce_pushes(c) && allreduce_writes(c); }},
-    {"allreduce_direct", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, Protocol::ZeroCopyPull, true, 0, false,
-     [](const Call &c) { return !allreduce_pushes(c); }},
-    {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, 0, false,
-     not_mapped},
-    {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, 0, false, always},
-    {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, 0, false,
+    {"allreduce_writes", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceWrites, Protocol::ZeroCopyPush, true, Areas::One,
+     false, [](const Call &c) { return allreduce_pushes(c) && allreduce_writes(c); }},
+    {"allreduce_direct", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, Protocol::ZeroCopyPull, true, Areas::One,
+     false, [](const Call &c) { return !allreduce_pushes(c); }},
+    {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, Areas::One,
+     false, not_mapped},
+    {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, Areas::One, false, always},
+    {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, Areas::One, false,
      [](const Call &c) { return not_mapped(c) && !reduce_twoshots(c) && !reduce_stores(c); }},
     // After the older rows so that their forcing values stay. reduce_push:
     // wherever the buffers are mapped (there is no pull kernel).
-    {"reduce_push", GPUCOLL_COLL_REDUCE, PeerAlgo::ReducePush, Protocol::ZeroCopyPush, true, 0, false, always},
-    {"reduce_twoshot", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceTwoShot, Protocol::Scratch, true, 0, false,
+    {"reduce_push", GPUCOLL_COLL_REDUCE, PeerAlgo::ReducePush, Protocol::ZeroCopyPush, true, Areas::One, false, always},
+    {"reduce_twoshot", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceTwoShot, Protocol::Scratch, true, Areas::One, false,
      [](const Call &c) { return not_mapped(c) && reduce_twoshots(c); }},
-    {"reduce_stores", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceStores, Protocol::Scratch, true, 1, false, reduce_stores},
+    {"reduce_stores", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceStores, Protocol::Scratch, true, Areas::PerOtherRank, false,
+     reduce_stores},
     // Reduce_scatter(_block) has only a pull kernel (a reduction reads all inputs).
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull,
-     true, 0, true, [](const Call &c) { return !strided_scratch_when_mapped(c); }},
+     true, Areas::One, true, [](const Call &c) { return !strided_scratch_when_mapped(c); }},
     {"reduce_scatter_block_ll", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlockLL, Protocol::LL, true,
-     0, true, always},
+     Areas::One, true, always},
     {"reduce_scatter_block", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterBlock, Protocol::Scratch, true,
-     1, true, strided_on_scratch},
-    {"allgather_push", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, Protocol::ZeroCopyPush, false, 0, true,
+     Areas::PerRank, true, strided_on_scratch},
+    {"allgather_push", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherPush, Protocol::ZeroCopyPush, false, Areas::One, true,
      [](const Call &c) { return style_pushes(c) && !strided_scratch_when_mapped(c); }},
-    {"allgather_direct", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, Protocol::ZeroCopyPull, false, 0, true,
-     style_pulls},
-    {"allgather_ll", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, Protocol::LL, false, 0, true, always},
-    {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, 0, true, strided_on_scratch},
-    {"bcast_spread", GPUCOLL_COLL_BCAST, PeerAlgo::BcastSpread, Protocol::ZeroCopyPush, false, 0, false,
+    {"allgather_direct", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherDirect, Protocol::ZeroCopyPull, false, Areas::One,
+     true, style_pulls},
+    {"allgather_ll", GPUCOLL_COLL_ALLGATHER, PeerAlgo::AllgatherLL, Protocol::LL, false, Areas::One, true, always},
+    {"allgather", GPUCOLL_COLL_ALLGATHER, PeerAlgo::Allgather, Protocol::Scratch, false, Areas::One, true,
+     strided_on_scratch},
+    {"bcast_spread", GPUCOLL_COLL_BCAST, PeerAlgo::BcastSpread, Protocol::ZeroCopyPush, false, Areas::One, false,
      bcast_spreads},
-    {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, 0, false,
+    {"bcast_push", GPUCOLL_COLL_BCAST, PeerAlgo::BcastPush, Protocol::ZeroCopyPush, false, Areas::One, false,
      [](const Call &c) { return style_pushes(c) && !bcast_scratch_when_mapped(c); }},
-    {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, 0, false,
+    {"bcast_direct", GPUCOLL_COLL_BCAST, PeerAlgo::BcastDirect, Protocol::ZeroCopyPull, false, Areas::One, false,
      style_pulls},
-    {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, 0, false, always},
-    {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, 0, false,
+    {"bcast_ll", GPUCOLL_COLL_BCAST, PeerAlgo::BcastLL, Protocol::LL, false, Areas::One, false, always},
+    {"bcast", GPUCOLL_COLL_BCAST, PeerAlgo::Bcast, Protocol::Scratch, false, Areas::One, false,
      [](const Call &c) { return bcast_on_scratch(c) && !bcast_forwards(c); }},
     // Through scratch with each byte leaving the root once (kernels/bcast_forward.cuh).
-    {"bcast_forward", GPUCOLL_COLL_BCAST, PeerAlgo::BcastForward, Protocol::Scratch, false, 0, false,
+    {"bcast_forward", GPUCOLL_COLL_BCAST, PeerAlgo::BcastForward, Protocol::Scratch, false, Areas::One, false,
      bcast_forwards},
     // Zero-copy alltoall is alltoallv's kernel with equal blocks: each byte moves once, not in and out of
     // scratch (H100, 2 ranks under MPS, 128 MiB: see docs/performance.md). There is no pull kernel.
-    {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, true,
+    {"alltoall_push", GPUCOLL_COLL_ALLTOALL, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, Areas::One, true,
      [](const Call &c) { return !strided_scratch_when_mapped(c); }},
-    {"alltoall_ll", GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, Protocol::LL, false, 0, true, always},
-    {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, 1, true, strided_on_scratch},
+    {"alltoall_ll", GPUCOLL_COLL_ALLTOALL, PeerAlgo::AlltoallLL, Protocol::LL, false, Areas::One, true, always},
+    {"alltoall", GPUCOLL_COLL_ALLTOALL, PeerAlgo::Alltoall, Protocol::Scratch, false, Areas::PerRank, true,
+     strided_on_scratch},
     // The vector kinds run zero-copy or not at all (the caller stages them).
-    {"vector_push", GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false,
+    {"vector_push", GPUCOLL_COLL_ALLGATHERV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, Areas::One, false,
      always},
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull, true,
-     0, false, always},
-    {"vector_push", GPUCOLL_COLL_ALLTOALLV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, 0, false,
+     Areas::One, false, always},
+    {"vector_push", GPUCOLL_COLL_ALLTOALLV, PeerAlgo::VectorPush, Protocol::ZeroCopyPush, false, Areas::One, false,
      always},
     // No collective: MPI_Reduce_local and the inter-node reducer (core/local_reduce.cpp).
-    {"local_reduce", kNoKind, PeerAlgo::LocalReduce, Protocol::Local, true, 0, false, always},
+    {"local_reduce", kNoKind, PeerAlgo::LocalReduce, Protocol::Local, true, Areas::One, false, always},
 };
 
 static_assert(GPUCOLL_FORCEABLE_KINDS == GPUCOLL_COLL_ALLGATHERV,
@@ -309,7 +319,10 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     // Areas in scratch start at multiples of the chunk: keep it a multiple
     // of 16 elements so that every area stays 16-byte aligned.
     plan->chunk = (a.count + 15) / 16 * 16;
-    plan->scratch_blocks_per_step = row->areas_per_rank ? nranks : (two_areas(row->algo) ? 2 : 1);
+    plan->scratch_blocks_per_step = row->areas == Areas::PerRank        ? nranks
+                                    : row->areas == Areas::PerOtherRank ? (nranks > 1 ? nranks - 1 : 1)
+                                    : two_areas(row->algo)              ? 2
+                                                                        : 1;
     plan->strided = row->strided;
     plan->wait_acks = queued && ll_one_way(row->algo);
     return true;

@@ -664,12 +664,13 @@ static void check_twoshot_reduce(const gpucoll_config_t &cfg)
     const gpucoll_coll_args_t sixteen = args(GPUCOLL_COLL_REDUCE, (16u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(sixteen, 0, 3, cfg, false, &p) && p.algo == PeerAlgo::ReduceTwoShot);
     // Two ranks, a GPU each: by stores into the root's scratch from 8 MiB,
-    // an area per rank; the one-shot below and where the ranks share a GPU.
+    // an area per rank but the root (so one); the one-shot below and where
+    // the ranks share a GPU.
     CHECK(make_plan(sixteen, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::ReduceStores);
     const gpucoll_coll_args_t four = args(GPUCOLL_COLL_REDUCE, (4u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(four, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::Reduce);
     const gpucoll_coll_args_t huge = args(GPUCOLL_COLL_REDUCE, (64u << 20) / 4, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
-    CHECK(make_plan(huge, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::ReduceStores && p.scratch_blocks_per_step == 2);
+    CHECK(make_plan(huge, 0, 2, cfg, false, &p) && p.algo == PeerAlgo::ReduceStores && p.scratch_blocks_per_step == 1);
     CHECK(make_plan(huge, 1, 2, cfg, false, &p, GpuShare{}, true) && p.algo == PeerAlgo::ReduceStores);
     GpuShare shared{};
     shared.ranks = 2;
@@ -682,6 +683,9 @@ static void check_twoshot_reduce(const gpucoll_config_t &cfg)
     gpucoll_config_t stores = cfg;
     stores.algorithm[GPUCOLL_COLL_REDUCE] = 5;
     CHECK(std::strcmp(forced_algorithm(GPUCOLL_COLL_REDUCE, stores), "reduce_stores") == 0);
+    for (int n = 1; n <= 8; n++) // forced at any size: an area for each rank but the root
+        CHECK(make_plan(huge, 0, n, stores, false, &p) && p.algo == PeerAlgo::ReduceStores &&
+              p.scratch_blocks_per_step == (n > 1 ? n - 1 : 1));
     const gpucoll_coll_args_t small = args(GPUCOLL_COLL_REDUCE, 1024, GPUCOLL_FLOAT32, GPUCOLL_OP_SUM);
     CHECK(make_plan(small, 0, 3, forced, false, &p, GpuShare{}, true) && p.algo == PeerAlgo::ReduceTwoShot &&
           !p.forced_refused);

@@ -254,7 +254,8 @@ void run_team_call(TeamCall &tc, int r, int nranks, bool vector_ok, uint64_t tim
     a.root = tc.root;
     if (tc.kind == Kind::ReduceStores) {
         a.algo = PeerAlgo::ReduceStores;
-        a.chunk = kHalf / (nranks * sizeof(int32_t)); // an area per rank in the root's half
+        // An area per rank but the root in the root's half, filling it (Areas::PerOtherRank).
+        a.chunk = kHalf / ((nranks - 1) * sizeof(int32_t));
         return run_steps<reduce_stores_step<int32_t, OpSum>>(a);
     }
     a.chunk = kHalf / (2 * sizeof(int32_t)); // the result area follows the step's inputs
