@@ -377,13 +377,14 @@ size_t max_chunk_elems(const Plan &plan, size_t half_bytes, size_t elt)
     return half_bytes / (elt * (size_t)plan.scratch_blocks_per_step) / 16 * 16;
 }
 
-// 2 x H200, reduce_stores at 16 MiB, whose two areas in a 64 MiB scratch's
-// half hold just under 16 MiB each: 71 us enqueued in a full step and one of
-// 16 elements, 56 in two even steps, 54 in one (a scratch twice as large);
-// session 39. Whole pages: an area that starts mid-page costs the copies.
-// Up to 16 steps, where one step's barriers weigh: reduce_stores at 1 GiB
-// (65 steps) took 3,083-3,097 us in even steps against 3,003 in full ones
-// (session 38), not understood; at 256 MiB (17 steps) 751 against 770.
+// 2 x H200, reduce_stores at 16 MiB when it kept an area for the root too
+// (two of just under 16 MiB in a 64 MiB scratch's half): 71 us enqueued in a
+// full step and one of 16 elements, 56 in two even steps, 54 in one (a
+// scratch twice as large); session 39. Whole pages: an area that starts
+// mid-page costs the copies. Up to 16 steps, where one step's barriers
+// weigh: reduce_stores at 1 GiB (65 steps) took 3,083-3,097 us in even steps
+// against 3,003 in full ones (session 38), not understood; at 256 MiB (17
+// steps) 751 against 770. Session 40, full areas past 16 steps: 2,973.
 constexpr size_t kEvenStepsMax = 16;
 size_t even_chunk_elems(size_t chunk, size_t max, size_t elt)
 {
