@@ -79,9 +79,32 @@ __device__ void add_share(float *dst, const float *a, const float *b, size_t n, 
 struct P {
     char *src, *fifo, *dst, *own;
     uint64_t *ready, *freed;
+    int *gave_up0, *gave_up1; // the producer's (device 0) and the consumer's (device 1)
     size_t S, A;
     int D, variant;
 };
+
+__device__ inline uint64_t now_ns()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Spins until *f >= v. After 10 s it gives up and makes every later wait of
+// its kernel return at once, so that a broken run ends (the host reports it).
+__device__ void wait_ge(const uint64_t *f, uint64_t v, int *gave_up)
+{
+    const uint64_t t0 = now_ns();
+    while (ld_acq(f) < v) {
+        if (*(volatile int *)gave_up)
+            return;
+        if (now_ns() - t0 > 10000000000ull) {
+            atomicExch(gave_up, 1);
+            return;
+        }
+    }
+}
 // this block's part of step k: [off, off+len) relative to the step's start
 __device__ void share(const P &p, size_t k, size_t *off, size_t *len, size_t *n)
 {
@@ -104,8 +127,7 @@ __global__ void producer(P p)
             size_t off, len, n;
             share(p, k, &off, &len, &n);
             if (!sym && threadIdx.x == 0 && k >= (size_t)p.D)
-                while (ld_acq(&p.freed[blockIdx.x]) < k - p.D + 1) {
-                }
+                wait_ge(&p.freed[blockIdx.x], k - p.D + 1, p.gave_up0);
             __syncthreads();
             copy_share(p.fifo + (k % p.D) * p.A + off, p.src + k * p.A + off, len, threadIdx.x, blockDim.x);
             __syncthreads();
@@ -114,8 +136,7 @@ __global__ void producer(P p)
                 st_rel(&p.ready[blockIdx.x], k + 1);
             }
             if (sym && threadIdx.x == 0)
-                while (ld_acq(&p.freed[blockIdx.x]) < k) {
-                }
+                wait_ge(&p.freed[blockIdx.x], k, p.gave_up0);
         }
         return;
     }
@@ -137,8 +158,7 @@ __global__ void producer(P p)
         share(p, k, &off, &len, &n);
         if (k >= (size_t)p.D) {
             if (tid == 0)
-                while (ld_acq(&p.freed[blockIdx.x]) < k - p.D + 1) {
-                }
+                wait_ge(&p.freed[blockIdx.x], k - p.D + 1, p.gave_up0);
             bar_sync(1, nc);
         }
         copy_share(p.fifo + (k % p.D) * p.A + off, p.src + k * p.A + off, len, tid, nc);
@@ -154,8 +174,7 @@ __global__ void consumer(P p)
         size_t off, len, n;
         share(p, k, &off, &len, &n);
         if (threadIdx.x == 0)
-            while (ld_acq(&p.ready[blockIdx.x]) < k + 1) {
-            }
+            wait_ge(&p.ready[blockIdx.x], k + 1, p.gave_up1);
         __syncthreads();
         if (p.variant >= 4)
             add_share((float *)(p.dst + k * p.A + off), (const float *)(p.own + k * p.A + off),
@@ -203,9 +222,11 @@ double time_cfg(const P &p, int G, int T, cudaStream_t s0, cudaStream_t s1)
     for (int r = 0; r < reps; r++) {
         CK(cudaSetDevice(1));
         CK(cudaMemsetAsync(p.ready, 0, 8 * 1024, s1));
+        CK(cudaMemsetAsync(p.gave_up1, 0, sizeof(int), s1));
         CK(cudaStreamSynchronize(s1));
         CK(cudaSetDevice(0));
         CK(cudaMemsetAsync(p.freed, 0, 8 * 1024, s0));
+        CK(cudaMemsetAsync(p.gave_up0, 0, sizeof(int), s0));
         CK(cudaStreamSynchronize(s0));
         auto t0 = std::chrono::steady_clock::now();
         CK(cudaSetDevice(1));
@@ -216,7 +237,16 @@ double time_cfg(const P &p, int G, int T, cudaStream_t s0, cudaStream_t s1)
         CK(cudaSetDevice(1));
         CK(cudaStreamSynchronize(s1));
         double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        if (r >= 2) sum += us;
+        int g0 = 0, g1 = 0;
+        CK(cudaMemcpy(&g1, p.gave_up1, sizeof g1, cudaMemcpyDeviceToHost));
+        CK(cudaSetDevice(0));
+        CK(cudaMemcpy(&g0, p.gave_up0, sizeof g0, cudaMemcpyDeviceToHost));
+        if (g0 || g1) {
+            printf("\ngpucoll-fifo: a wait gave up after 10 s (variant %d, step %zu, depth %d)\n", p.variant, p.A, p.D);
+            exit(1);
+        }
+        if (r >= 2)
+            sum += us;
     }
     return sum / (reps - 2);
 }
@@ -230,10 +260,21 @@ int main(int argc, char **argv)
     }
     const int G = argc > 1 ? atoi(argv[1]) : 128, T = argc > 2 ? atoi(argv[2]) : 512;
     std::vector<Cfg> cfgs;
-    if (G < 1 || T < 64 || T % 32 || !parse_cfgs(argc, argv, &cfgs)) return 2;
+    if (G < 1 || T < 64 || T % 32 || !parse_cfgs(argc, argv, &cfgs))
+        return 2;
+    // Producer block b waits for consumer block b and back: every block must be on the GPU at once.
+    int sms = 0, per_sm_p = 0, per_sm_c = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_p, producer, T, 0));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_c, consumer, T, 0));
+    if (G > sms * (per_sm_p < per_sm_c ? per_sm_p : per_sm_c)) {
+        printf("gpucoll-fifo: %d blocks of %d threads do not fit on the GPU at once\n", G, T);
+        return 2;
+    }
     const size_t maxS = 1ull << 30;
     char *src, *dst, *fifo, *own;
     uint64_t *ready, *freed;
+    int *gave_up0, *gave_up1;
     CK(cudaSetDevice(1));
     CK(cudaDeviceEnablePeerAccess(0, 0));
     CK(cudaMalloc(&fifo, maxS));
@@ -241,10 +282,12 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&own, maxS));
     CK(cudaMemset(own, 0, maxS));
     CK(cudaMalloc(&ready, 8 * 1024));
+    CK(cudaMalloc(&gave_up1, sizeof(int)));
     CK(cudaSetDevice(0));
     CK(cudaDeviceEnablePeerAccess(1, 0));
     CK(cudaMalloc(&src, maxS));
     CK(cudaMalloc(&freed, 8 * 1024));
+    CK(cudaMalloc(&gave_up0, sizeof(int)));
     CK(cudaMemset(src, 1, maxS));
     cudaStream_t s0, s1;
     CK(cudaStreamCreate(&s0));
@@ -254,7 +297,9 @@ int main(int argc, char **argv)
     for (const Cfg &c : cfgs) {
         printf("%7d %7zu %5d", c.v, c.A >> 20, c.D);
         for (size_t S : {16ull << 20, 64ull << 20, 256ull << 20, 1ull << 30})
-            printf(" %7.1f", time_cfg(P{src, fifo, dst, own, ready, freed, S, c.A ? c.A : S, c.D, c.v}, G, T, s0, s1));
+            printf(" %7.1f",
+                   time_cfg(P{src, fifo, dst, own, ready, freed, gave_up0, gave_up1, S, c.A ? c.A : S, c.D, c.v}, G, T,
+                            s0, s1));
         printf("\n");
         fflush(stdout);
     }
