@@ -150,7 +150,8 @@ constexpr bool allreduce_oneshot_fits(const Call &c) { return c.bytes <= c.cfg.o
 
 // How many chunk-sized areas a step takes in one scratch half.
 enum class Areas {
-    One,          // one in all (the two-shot kernels: two, see two_areas)
+    One,          // one in all
+    Two,          // the step's inputs and its result after them (the two-shot kernels)
     PerRank,      // one per rank
     PerOtherRank, // one per rank but the root (reduce_stores: the root reduces from its own input)
 };
@@ -183,7 +184,7 @@ constexpr Entry kTable[] = {
      false, [](const Call &c) { return allreduce_pushes(c) && allreduce_writes(c); }},
     {"allreduce_direct", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceDirect, Protocol::ZeroCopyPull, true, Areas::One,
      false, [](const Call &c) { return !allreduce_pushes(c); }},
-    {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, Areas::One,
+    {"allreduce_twoshot", GPUCOLL_COLL_ALLREDUCE, PeerAlgo::AllreduceTwoShot, Protocol::Scratch, true, Areas::Two,
      false, not_mapped},
     {"reduce_ll", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceLL, Protocol::LL, true, Areas::One, false, always},
     {"reduce", GPUCOLL_COLL_REDUCE, PeerAlgo::Reduce, Protocol::Scratch, true, Areas::One, false,
@@ -191,7 +192,7 @@ constexpr Entry kTable[] = {
     // After the older rows so that their forcing values stay. reduce_push:
     // wherever the buffers are mapped (there is no pull kernel).
     {"reduce_push", GPUCOLL_COLL_REDUCE, PeerAlgo::ReducePush, Protocol::ZeroCopyPush, true, Areas::One, false, always},
-    {"reduce_twoshot", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceTwoShot, Protocol::Scratch, true, Areas::One, false,
+    {"reduce_twoshot", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceTwoShot, Protocol::Scratch, true, Areas::Two, false,
      [](const Call &c) { return not_mapped(c) && reduce_twoshots(c); }},
     {"reduce_stores", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceStores, Protocol::Scratch, true, Areas::PerOtherRank, false,
      reduce_stores},
@@ -286,9 +287,6 @@ constexpr size_t kZeroCopyBlockBytes = 64 * 1024;
 
 } // namespace
 
-// The two-shot kernels keep a result area after each rank's input area.
-constexpr bool two_areas(PeerAlgo a) { return a == PeerAlgo::AllreduceTwoShot || a == PeerAlgo::ReduceTwoShot; }
-
 bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll_config_t &cfg, bool direct,
                Plan *plan, const GpuShare &share, bool queued)
 {
@@ -321,7 +319,7 @@ bool make_plan(const gpucoll_coll_args_t &a, int rank, int nranks, const gpucoll
     plan->chunk = (a.count + 15) / 16 * 16;
     plan->scratch_blocks_per_step = row->areas == Areas::PerRank        ? nranks
                                     : row->areas == Areas::PerOtherRank ? (nranks > 1 ? nranks - 1 : 1)
-                                    : two_areas(row->algo)              ? 2
+                                    : row->areas == Areas::Two          ? 2
                                                                         : 1;
     plan->strided = row->strided;
     plan->wait_acks = queued && ll_one_way(row->algo);
