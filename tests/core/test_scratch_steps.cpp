@@ -254,8 +254,10 @@ void run_team_call(TeamCall &tc, int r, int nranks, bool vector_ok, uint64_t tim
     a.root = tc.root;
     if (tc.kind == Kind::ReduceStores) {
         a.algo = PeerAlgo::ReduceStores;
-        // An area per rank but the root in the root's half, filling it (Areas::PerOtherRank).
-        a.chunk = kHalf / ((nranks - 1) * sizeof(int32_t));
+        // An area per rank but the root in the root's half, as max_chunk_elems
+        // cuts it (Areas::PerOtherRank; whole 16 elements, so areas stay
+        // 16-byte aligned): at 2 ranks the one area fills the half.
+        a.chunk = kHalf / ((nranks - 1) * sizeof(int32_t)) / 16 * 16;
         return run_steps<reduce_stores_step<int32_t, OpSum>>(a);
     }
     a.chunk = kHalf / (2 * sizeof(int32_t)); // the result area follows the step's inputs
