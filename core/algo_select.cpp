@@ -167,6 +167,7 @@ struct Entry {
     // The automatic choice: the first row of the kind that may serve the
     // call (serves_not) and whose condition holds.
     bool (*chosen_when)(const Call &);
+    int most_threads = 0; // threads per block at most (threads_for); 0: threads_per_block
 };
 
 constexpr auto kNoKind = (gpucoll_coll_kind_t)-1;
@@ -194,8 +195,12 @@ constexpr Entry kTable[] = {
     {"reduce_push", GPUCOLL_COLL_REDUCE, PeerAlgo::ReducePush, Protocol::ZeroCopyPush, true, Areas::One, false, always},
     {"reduce_twoshot", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceTwoShot, Protocol::Scratch, true, Areas::Two, false,
      [](const Call &c) { return not_mapped(c) && reduce_twoshots(c); }},
+    // 128 threads a block: enqueued 1-3% faster than 256 (the most its
+    // kernel, of 255 registers, launches), blocking level to 1% faster from
+    // 64 MiB; 512 (a kernel of this algorithm alone, 128 registers) 11-20%
+    // slower, 384 5% (2 x H200, session 41, docs/performance_history.md).
     {"reduce_stores", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceStores, Protocol::Scratch, true, Areas::PerOtherRank, false,
-     reduce_stores},
+     reduce_stores, 128},
     // Reduce_scatter(_block) has only a pull kernel (a reduction reads all inputs).
     {"reduce_scatter_direct", GPUCOLL_COLL_REDUCE_SCATTER_BLOCK, PeerAlgo::ReduceScatterDirect, Protocol::ZeroCopyPull,
      true, Areas::One, true, [](const Call &c) { return !strided_scratch_when_mapped(c); }},
@@ -462,7 +467,9 @@ constexpr int kLLMinThreads = 64;
 
 int threads_for(PeerAlgo algo, size_t block_bytes, int blocks, const gpucoll_config_t &cfg)
 {
-    const int most = cfg.threads_per_block;
+    int most = cfg.threads_per_block;
+    for (const Entry &e : kTable)
+        if (e.algo == algo && e.most_threads > 0 && e.most_threads < most) most = e.most_threads;
     if (!is_ll(algo) || blocks < 1) return most;
     const size_t lines = (block_bytes + 7) / 8, per_block = (lines + (size_t)blocks - 1) / (size_t)blocks;
     const size_t want = (per_block + 31) / 32 * 32;

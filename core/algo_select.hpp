@@ -117,7 +117,8 @@ int blocks_for(const Plan &plan, size_t elt, const gpucoll_config_t &cfg, int nr
 // Threads per block for a kernel of `algo` whose rank moves `block_bytes`
 // (its own block where the buffers are strided), on `blocks` blocks: LL
 // kernels take a thread per line of 8 bytes, at least 64, at most
-// threads_per_block; the others take threads_per_block.
+// threads_per_block; the others take threads_per_block, or fewer where
+// their row of the algorithm table says (reduce_stores: 128).
 int threads_for(PeerAlgo algo, size_t block_bytes, int blocks, const gpucoll_config_t &cfg);
 
 // How an algorithm moves data: flag-in-data lines (LL), through scratch

@@ -333,7 +333,8 @@ static void check_block_bytes(gpucoll_config_t &cfg, Plan &p)
 // resident_us = 0, size their own grid
 // Threads per block: an LL kernel takes a thread per line of its rank's
 // block (a multiple of 32, at least 64, at most threads_per_block) spread
-// over its blocks; the other kernels take threads_per_block.
+// over its blocks; the other kernels take threads_per_block, or their
+// row's cap where it is lower (reduce_stores).
 static void check_threads(const gpucoll_config_t &cfg)
 {
     gpucoll_config_t c = cfg;
@@ -349,8 +350,14 @@ static void check_threads(const gpucoll_config_t &cfg)
         CHECK(threads_for(ll, 8 * 512 * 4, 4, c) == 512);
         CHECK(threads_for(ll, 8 * 100 * 4, 4, c) == 128);
     }
-    for (PeerAlgo other : {PeerAlgo::AllreduceOneShot, PeerAlgo::Bcast, PeerAlgo::AllreducePush})
+    for (PeerAlgo other : {PeerAlgo::AllreduceOneShot, PeerAlgo::Bcast, PeerAlgo::AllreducePush,
+                           PeerAlgo::ReducePush, PeerAlgo::ReduceTwoShot})
         CHECK(threads_for(other, 8, 1, c) == 512);
+    // reduce_stores' row caps it at 128, whatever the size and grid.
+    CHECK(threads_for(PeerAlgo::ReduceStores, 8, 1, c) == 128);
+    CHECK(threads_for(PeerAlgo::ReduceStores, (size_t)1 << 30, 128, c) == 128);
+    c.threads_per_block = 96; // below the row's cap: the parameter wins
+    CHECK(threads_for(PeerAlgo::ReduceStores, (size_t)1 << 30, 128, c) == 96);
     c.threads_per_block = 32; // fewer than the LL floor: the parameter wins
     CHECK(threads_for(PeerAlgo::AllreduceLL, 8, 1, c) == 32);
     CHECK(threads_for(PeerAlgo::AllreduceLL, 4096, 1, c) == 32);
