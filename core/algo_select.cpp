@@ -197,8 +197,9 @@ constexpr Entry kTable[] = {
      [](const Call &c) { return not_mapped(c) && reduce_twoshots(c); }},
     // 128 threads a block: enqueued 1-3% faster than 256 (the most its
     // kernel, of 255 registers, launches), blocking level to 1% faster from
-    // 64 MiB; 512 (a kernel of this algorithm alone, 128 registers) 11-20%
-    // slower, 384 5% (2 x H200, session 41, docs/performance_history.md).
+    // 64 MiB (16 MiB: 2.6% slower in one run); 512 (a kernel of this
+    // algorithm alone, 128 registers) 11-20% slower, 384 5% (2 x H200,
+    // session 41, docs/performance_history.md).
     {"reduce_stores", GPUCOLL_COLL_REDUCE, PeerAlgo::ReduceStores, Protocol::Scratch, true, Areas::PerOtherRank, false,
      reduce_stores, 128},
     // Reduce_scatter(_block) has only a pull kernel (a reduction reads all inputs).
