@@ -263,6 +263,15 @@ const char *serves_not(const Entry &e, const Call &c)
     return nullptr;
 }
 
+// The first row of `algo`, or nullptr. An algorithm that serves several
+// kinds has a row for each; their protocol and thread cap are alike.
+const Entry *row_of(PeerAlgo algo)
+{
+    for (const Entry &e : kTable)
+        if (e.algo == algo) return &e;
+    return nullptr;
+}
+
 // The row coll_gpu_<kind>_algorithm forces, or nullptr (auto, or a value
 // that names no row of the kind).
 const Entry *forced_row(gpucoll_coll_kind_t kind, const gpucoll_config_t &cfg)
@@ -469,8 +478,8 @@ constexpr int kLLMinThreads = 64;
 int threads_for(PeerAlgo algo, size_t block_bytes, int blocks, const gpucoll_config_t &cfg)
 {
     int most = cfg.threads_per_block;
-    for (const Entry &e : kTable)
-        if (e.algo == algo && e.most_threads > 0 && e.most_threads < most) most = e.most_threads;
+    const Entry *row = row_of(algo);
+    if (row && row->most_threads > 0 && row->most_threads < most) most = row->most_threads;
     if (!is_ll(algo) || blocks < 1) return most;
     const size_t lines = (block_bytes + 7) / 8, per_block = (lines + (size_t)blocks - 1) / (size_t)blocks;
     const size_t want = (per_block + 31) / 32 * 32;
@@ -501,16 +510,14 @@ void reduce_scatter_block_of(const gpucoll_coll_args_t &a, int rank, size_t *off
 
 const char *algo_name(PeerAlgo algo)
 {
-    for (const Entry &e : kTable)
-        if (e.algo == algo) return e.name;
-    return "?";
+    const Entry *row = row_of(algo);
+    return row ? row->name : "?";
 }
 
 Protocol algo_protocol(PeerAlgo algo)
 {
-    for (const Entry &e : kTable)
-        if (e.algo == algo) return e.protocol;
-    return Protocol::Local;
+    const Entry *row = row_of(algo);
+    return row ? row->protocol : Protocol::Local;
 }
 
 namespace {
