@@ -293,7 +293,8 @@ static const gpu_param_t gpu_params[] = {
      .help = "Threads per block of the peer-to-peer kernels (a multiple of 32 from 32 to "
              "512, the most the kernels are compiled for; other values are brought into it). "
              "Small-message (LL) kernels take at most this many: a thread per 8 bytes, at least 64, "
-             "except those a resident kernel serves; reduce_stores takes at most 128, which ran faster on 2 x H200 (docs/performance.md)"},
+             "except those a resident kernel serves; reduce_stores takes at most 128, which ran faster "
+             "on 2 x H200 (docs/performance.md)"},
     {.name = "order", CFG_ENUM(order, order_values), .level = OPAL_INFO_LVL_5,
      .def.i = GPUCOLL_ORDER_AFTER_DEFAULT_STREAM, .deprecated_synonym = "queued_order",
      .help = "What the kernels of blocking, nonblocking and persistent collectives on device buffers "
